@@ -1,0 +1,159 @@
+"""Shared run settings and the config parser used by every script.
+
+Each training path declares its own typed dataclasses; :func:`parse_config` turns CLI flags and
+an optional ``--config FILE`` (YAML or JSON) into instances of them. Flags given on the command
+line override values from the file, which override the dataclass defaults.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional, Sequence, Tuple, Type
+
+import yaml
+
+from .errors import ConfigError, UserError
+
+MIXED_PRECISION = ("no", "bf16", "fp16")
+REPORT_TO = ("none", "tensorboard", "all")
+
+
+def choice(default: Any, choices: Sequence[str], help: str) -> Any:
+    """A string field with argparse choices; validated again in ``__post_init__`` because values
+    from a config file bypass argparse."""
+    return field(default=default, metadata={"help": f"{help} One of: {', '.join(choices)}.", "choices": list(choices)})
+
+
+def check_choice(flag: str, value: str, choices: Sequence[str]) -> None:
+    if value not in choices:
+        raise ConfigError(f"--{flag} must be one of {', '.join(choices)}; got {value!r}")
+
+
+def check_positive(flag: str, value: float, allow_zero: bool = False) -> None:
+    if value is None:
+        return
+    if value < 0 or (value == 0 and not allow_zero):
+        bound = ">= 0" if allow_zero else "> 0"
+        raise ConfigError(f"--{flag} must be {bound}; got {value}")
+
+
+@dataclass
+class RunArguments:
+    """Settings of the shared training loop (both the GAN and the classifier path)."""
+
+    output_dir: str = field(metadata={"help": "Run folder: config, metrics, checkpoints, samples, exports."})
+    overwrite_output_dir: bool = field(default=False, metadata={"help": "Delete a previous run in --output_dir instead of refusing to start."})
+    seed: int = field(default=0, metadata={"help": "Seed for weights, data order, noise and augmentation."})
+    mixed_precision: str = choice("no", MIXED_PRECISION, "Autocast precision (fp32 is the CPU default: bf16 is slow on AVX2-only CPUs, fp16 is GPU-only).")
+    gradient_accumulation_steps: int = field(default=1, metadata={"help": "Micro-batches per optimizer update (all optimizers share this clock)."})
+    report_to: str = choice("none", REPORT_TO, "Accelerate trackers to log to, besides OUTPUT_DIR/metrics.jsonl.")
+    log_every: int = field(default=20, metadata={"help": "Optimizer steps between log lines (the only host syncs of the hot loop)."})
+    checkpointing_steps: int = field(default=500, metadata={"help": "Optimizer steps between checkpoints (0: only at the end and on a signal)."})
+    checkpoints_total_limit: int = field(default=2, metadata={"help": "Complete checkpoints kept; older ones are deleted."})
+    resume_from_checkpoint: Optional[str] = field(default=None, metadata={"help": "'latest' (the newest complete checkpoint in --output_dir, or a fresh start if none) or a checkpoint folder."})
+    max_nonfinite_steps: int = field(default=10, metadata={"help": "Consecutive skipped non-finite steps before the run stops."})
+    cpu: bool = field(default=False, metadata={"help": "Force the CPU even when a GPU is present."})
+    dry_run: bool = field(default=False, metadata={"help": "Print the resolved config and exit."})
+    debug: bool = field(default=False, metadata={"help": "Show full tracebacks instead of one-line errors."})
+
+    def __post_init__(self) -> None:
+        if not self.output_dir:
+            raise ConfigError("--output_dir must be a folder path")
+        check_choice("mixed_precision", self.mixed_precision, MIXED_PRECISION)
+        check_choice("report_to", self.report_to, REPORT_TO)
+        check_positive("gradient_accumulation_steps", self.gradient_accumulation_steps)
+        check_positive("log_every", self.log_every)
+        check_positive("checkpointing_steps", self.checkpointing_steps, allow_zero=True)
+        check_positive("checkpoints_total_limit", self.checkpoints_total_limit)
+        check_positive("max_nonfinite_steps", self.max_nonfinite_steps)
+
+    @property
+    def trackers(self) -> list:
+        return {"none": [], "tensorboard": ["tensorboard"], "all": ["tensorboard"]}[self.report_to]
+
+
+# Fields that may differ between a checkpoint's run and the run that resumes it: they change
+# cadence, length or bookkeeping, never the maths of a step or the data order.
+RESUME_SAFE_FIELDS = frozenset(
+    {
+        "output_dir", "overwrite_output_dir", "resume_from_checkpoint", "max_steps", "num_train_epochs",
+        "log_every", "checkpointing_steps", "checkpoints_total_limit", "sample_every", "eval_every",
+        "eval_steps", "eval_num_images", "report_to", "max_nonfinite_steps", "dry_run", "debug",
+        "num_sample_images", "inception_weights", "eval_feature_extractor",
+    }
+)
+
+
+def load_config_file(path: str) -> dict:
+    """Read a YAML or JSON config file into a flat ``{field: value}`` dict."""
+    p = Path(path)
+    if not p.is_file():
+        raise UserError(f"--config {path}: file not found; pass a YAML or JSON file of flag values")
+    try:
+        text = p.read_text()
+        data = json.loads(text) if p.suffix == ".json" else yaml.safe_load(text)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, yaml.YAMLError) as err:
+        detail = str(err).replace("\n", " ")
+        raise UserError(f"--config {path}: not a readable YAML/JSON file ({detail}); fix the file syntax") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise UserError(f"--config {path}: expected a mapping of flag names to values, got {type(data).__name__}")
+    return data
+
+
+def parse_config(types: Tuple[Type, ...], argv: Optional[Sequence[str]], description: str = "") -> tuple:
+    """Parse ``argv`` into one instance of each dataclass in ``types``.
+
+    ``--config FILE`` supplies defaults; explicit flags win. Unknown keys in the file are an error
+    naming the file and the key.
+    """
+    from transformers import HfArgumentParser
+
+    pre = argparse.ArgumentParser(add_help=False)
+    pre.add_argument("--config", default=None)
+    known, _ = pre.parse_known_args(argv)
+
+    parser = HfArgumentParser(types, description=description)
+    parser.add_argument("--config", default=None, help="YAML or JSON file of flag values (flags on the command line override it).")
+    if known.config:
+        values = load_config_file(known.config)
+        fields = {f.name for t in types for f in dataclasses.fields(t)}
+        unknown = sorted(set(values) - fields)
+        if unknown:
+            raise UserError(f"--config {known.config}: unknown key(s) {', '.join(unknown)}; run with --help for the valid flags")
+        parser.set_defaults(**values)
+        # set_defaults does not lift required=True, so a required field given in the file must be.
+        for action in parser._actions:
+            if action.dest in values:
+                action.required = False
+    try:
+        parsed = parser.parse_args_into_dataclasses(args=list(argv) if argv is not None else None, return_remaining_strings=False)
+    except (TypeError, ValueError) as err:
+        if isinstance(err, UserError):
+            raise
+        raise UserError(f"invalid configuration: {err}") from None
+    return tuple(parsed[: len(types)])
+
+
+def config_to_dict(*configs: Any) -> dict:
+    """Flatten dataclass configs into one JSON-serialisable dict (field names are unique)."""
+    out: dict = {}
+    for cfg in configs:
+        out.update(dataclasses.asdict(cfg))
+    return out
+
+
+def resume_incompatibilities(saved: dict, current: dict) -> list:
+    """Names and values of fields that differ between a checkpoint's config and the current one,
+    excluding those that are safe to change on resume."""
+    diffs = []
+    for key in sorted(set(saved) | set(current)):
+        if key in RESUME_SAFE_FIELDS:
+            continue
+        if saved.get(key) != current.get(key):
+            diffs.append(f"--{key} {saved.get(key)!r} -> {current.get(key)!r}")
+    return diffs

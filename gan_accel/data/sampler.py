@@ -1,0 +1,50 @@
+"""A sampler whose data order is a pure function of (seed, epoch, position).
+
+Exact resume needs the epoch's permutation back, not just a number of batches to skip
+(``skip_first_batches`` alone re-shuffles; Accelerate #2823/#3158). Accelerate's prepared
+dataloader shards the batches this sampler forms across processes and forwards ``set_epoch``.
+"""
+from __future__ import annotations
+
+from typing import Iterator
+
+import torch
+from torch.utils.data import Sampler
+
+
+class ResumableSampler(Sampler[int]):
+    """Shuffles ``range(num_samples)`` with ``torch.randperm`` seeded by ``seed + epoch``.
+
+    ``set_position(epoch, start)`` makes the next iteration start ``start`` samples into that
+    epoch's permutation (counted over all processes: global batches × global batch size).
+    """
+
+    def __init__(self, num_samples: int, seed: int = 0, shuffle: bool = True) -> None:
+        self.num_samples = num_samples
+        self.seed = seed
+        self.shuffle = shuffle
+        self.epoch = 0
+        self.start = 0
+
+    def set_epoch(self, epoch: int) -> None:
+        if epoch != self.epoch:
+            self.start = 0
+        self.epoch = epoch
+
+    def set_position(self, epoch: int, start: int) -> None:
+        self.epoch, self.start = epoch, start
+
+    def permutation(self, epoch: int) -> torch.Tensor:
+        if not self.shuffle:
+            return torch.arange(self.num_samples)
+        g = torch.Generator().manual_seed(self.seed * 1_000_003 + epoch)
+        return torch.randperm(self.num_samples, generator=g)
+
+    def __iter__(self) -> Iterator[int]:
+        order = self.permutation(self.epoch)[self.start :].tolist()
+        # The skip applies once: the next pass over this epoch (or the next epoch) starts at 0.
+        self.start = 0
+        return iter(order)
+
+    def __len__(self) -> int:
+        return self.num_samples - self.start

@@ -1,0 +1,38 @@
+"""User-facing errors: one clear line, a non-zero exit, no traceback (unless --debug)."""
+from __future__ import annotations
+
+import functools
+import sys
+from typing import Callable, Optional, Sequence
+
+
+class UserError(Exception):
+    """A problem with the user's input (a flag, a file, a folder) that they can fix.
+
+    The message names the flag or file and says what to do; scripts print it on one line.
+    """
+
+
+class ConfigError(UserError, ValueError):
+    """An invalid configuration value (raised from dataclass ``__post_init__``)."""
+
+
+EXIT_USER_ERROR = 2
+
+
+def cli_entry(main: Callable[[Optional[Sequence[str]]], int]) -> Callable[[Optional[Sequence[str]]], int]:
+    """Wrap a script's ``main(argv)``: a :class:`UserError` becomes ``error: ...`` on stderr and
+    exit code 2. ``--debug`` on the command line re-raises with the full traceback."""
+
+    @functools.wraps(main)
+    def wrapper(argv: Optional[Sequence[str]] = None) -> int:
+        args = list(sys.argv[1:] if argv is None else argv)
+        try:
+            return main(args)
+        except UserError as err:
+            if "--debug" in args:
+                raise
+            print(f"error: {err}", file=sys.stderr)
+            raise SystemExit(EXIT_USER_ERROR) from None
+
+    return wrapper

@@ -1,0 +1,81 @@
+"""Progress bar, ``metrics.jsonl`` and Accelerate trackers behind one helper.
+
+Step functions return dicts of detached device tensors; this class sums them on the device and
+turns them into numbers only every ``log_every`` steps, so the hot loop has no host sync.
+"""
+from __future__ import annotations
+
+import json
+import math
+import time
+from pathlib import Path
+from typing import Dict, Optional, Union
+
+import torch
+from tqdm.auto import tqdm
+
+Number = Union[int, float, torch.Tensor]
+
+
+class MetricsLogger:
+    def __init__(self, accelerator, output_dir: Path, total_steps: int, initial_step: int, log_every: int,
+                 unit: str = "img", desc: str = "train") -> None:
+        self.accelerator = accelerator
+        self.path = Path(output_dir) / "metrics.jsonl"
+        self.log_every = log_every
+        self.unit = unit
+        self._sums: Dict[str, torch.Tensor] = {}
+        self._counts: Dict[str, int] = {}
+        self._samples = 0
+        self._t0 = time.perf_counter()
+        self.bar = tqdm(total=total_steps, initial=initial_step, desc=desc, unit="step", dynamic_ncols=True,
+                        disable=not accelerator.is_local_main_process)
+
+    def accumulate(self, metrics: Dict[str, Number], samples: int = 0) -> None:
+        """Add one micro-step's metrics (device tensors stay on the device) and its sample count."""
+        for key, value in metrics.items():
+            value = value.detach().float() if torch.is_tensor(value) else torch.tensor(float(value))
+            self._sums[key] = self._sums[key] + value if key in self._sums else value
+            self._counts[key] = self._counts.get(key, 0) + 1
+        self._samples += samples
+
+    def advance(self, step: int) -> None:
+        self.bar.update(1)
+
+    def should_log(self, step: int) -> bool:
+        return step % self.log_every == 0
+
+    def flush(self, step: int, extra: Optional[Dict[str, Number]] = None) -> Dict[str, float]:
+        """Average what was accumulated since the last flush over micro-steps and processes, write
+        it everywhere and reset. Every rank must call this (it all-reduces once)."""
+        acc = self.accelerator
+        keys = sorted(self._sums)
+        values: Dict[str, float] = {}
+        if keys:
+            stacked = torch.stack([(self._sums[k] / self._counts[k]).to(acc.device) for k in keys])
+            stacked = acc.reduce(stacked, reduction="mean") if acc.num_processes > 1 else stacked
+            values = dict(zip(keys, stacked.tolist()))  # the one host sync of this interval
+        elapsed = time.perf_counter() - self._t0
+        if self._samples and elapsed > 0:
+            values[f"throughput/{self.unit}_per_s"] = self._samples * acc.num_processes / elapsed
+        for key, value in (extra or {}).items():
+            values[key] = float(value.item() if torch.is_tensor(value) else value)
+        self.write(step, values)
+        self._sums, self._counts, self._samples, self._t0 = {}, {}, 0, time.perf_counter()
+        return values
+
+    def write(self, step: int, values: Dict[str, float]) -> None:
+        """Write already-reduced numbers (main process only): jsonl, trackers, progress bar."""
+        acc = self.accelerator
+        if not acc.is_main_process or not values:
+            return
+        record = {"step": step, **{k: (v if math.isfinite(v) else str(v)) for k, v in values.items()}}
+        with self.path.open("a") as f:
+            f.write(json.dumps(record) + "\n")
+        acc.log({k: v for k, v in values.items()}, step=step)
+        short = {k.split("/")[-1] if k.startswith("loss/") else k: v for k, v in values.items()
+                 if k.startswith("loss/") or k.startswith("throughput/")}
+        self.bar.set_postfix({k: f"{v:.3g}" for k, v in short.items()}, refresh=False)
+
+    def close(self) -> None:
+        self.bar.close()

@@ -1,0 +1,119 @@
+"""A training run's scaffolding, shared by the GAN and classifier loops.
+
+Each path writes its own loop (that is the point of the toolkit) but starts, checkpoints, logs,
+stops and resumes through this one object::
+
+    run = TrainingRun(run_args, config_dict, project="gan")    # accelerator, run folder, config
+    ... build models, optimizers, schedulers, dataloaders; accelerator.prepare(...) ...
+    run.resume(read_extra)                                     # after prepare: positional load
+    with run.stop:                                             # SIGINT/SIGTERM -> flag
+        for ...:
+            ...
+            if run.end_of_update(): break                      # checkpoint cadence + signals
+    run.finish(write_extra)
+"""
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Callable, Optional
+
+from ..config import RunArguments, resume_incompatibilities
+from ..errors import UserError
+from .accel import build_accelerator, prepare_output_dir, print_and_save_config
+from .checkpoint import CheckpointManager
+from .guard import NonFiniteGuard
+from .metrics_log import MetricsLogger
+from .signals import GracefulStop
+from .state import TrainState
+
+log = logging.getLogger(__name__)
+
+
+def _tracker_config(config: dict) -> dict:
+    # init_trackers accepts only bool/str/int/float/None values (Accelerate notes #13).
+    return {k: (v if isinstance(v, (bool, str, int, float)) or v is None else str(v)) for k, v in config.items()}
+
+
+class TrainingRun:
+    def __init__(self, run: RunArguments, config: dict, project: str) -> None:
+        self.args = run
+        self.config = config
+        self.accelerator = build_accelerator(run, project)
+        self.output_dir = prepare_output_dir(self.accelerator, run)
+        self.checkpoints = CheckpointManager(self.accelerator, self.output_dir, run.checkpoints_total_limit)
+        self.resume_path = self.checkpoints.resolve(run.resume_from_checkpoint)
+        if self.resume_path is not None:
+            self._check_compatible(self.resume_path)
+        elif run.resume_from_checkpoint == "latest":
+            self.print(f"--resume_from_checkpoint latest: no complete checkpoint in {self.checkpoints.root}; starting fresh")
+        print_and_save_config(self.accelerator, config, self.output_dir)
+        self.print(f"accelerator.device: {self.accelerator.device}  processes: {self.accelerator.num_processes}  "
+                   f"mixed_precision: {self.accelerator.mixed_precision}")
+        if run.trackers:
+            self.accelerator.init_trackers(project, config=_tracker_config(config))
+        self.state = TrainState()
+        self.guard = NonFiniteGuard(self.state, run.max_nonfinite_steps)
+        self.stop = GracefulStop(self.accelerator)
+        self.logger: Optional[MetricsLogger] = None
+        self.stopped_by_signal = False
+
+    def print(self, *args) -> None:
+        self.accelerator.print(*args, flush=True)
+
+    def _check_compatible(self, path: Path) -> None:
+        try:
+            saved = json.loads((path / "trainer_state.json").read_text()).get("config", {})
+        except (OSError, json.JSONDecodeError) as err:
+            raise UserError(f"--resume_from_checkpoint {path}: unreadable trainer_state.json ({err})") from None
+        diffs = resume_incompatibilities(saved, self.config)
+        if diffs:
+            raise UserError(f"--resume_from_checkpoint {path}: the checkpoint was trained with different settings "
+                            f"({'; '.join(diffs)}); use the original values or start a new --output_dir")
+
+    def make_logger(self, total_steps: int, unit: str, desc: str) -> MetricsLogger:
+        self.logger = MetricsLogger(self.accelerator, self.output_dir, total_steps, self.state.step,
+                                    self.args.log_every, unit=unit, desc=desc)
+        return self.logger
+
+    # ---- checkpoints ---------------------------------------------------------------------
+    def resume(self, read_extra: Optional[Callable[[Path], None]] = None) -> bool:
+        """Load the checkpoint chosen by ``--resume_from_checkpoint`` (call after ``prepare``)."""
+        if self.resume_path is None:
+            return False
+        saved = self.checkpoints.load(self.resume_path)
+        if saved.get("num_processes") != self.accelerator.num_processes:
+            log.warning("checkpoint %s was written by %s processes, resuming with %d: the data order differs from "
+                        "an uninterrupted run", self.resume_path, saved.get("num_processes"), self.accelerator.num_processes)
+        restored = TrainState.from_dict(saved.get("state", {}))
+        for key, value in restored.to_dict().items():
+            setattr(self.state, key, value)
+        if read_extra is not None:
+            read_extra(self.resume_path)
+        self.print(f"Resumed from {self.resume_path} at step {self.state.step}")
+        return True
+
+    def save(self, write_extra: Optional[Callable[[Path], None]] = None) -> Path:
+        payload = {"state": self.state.to_dict(), "config": self.config,
+                   "num_processes": self.accelerator.num_processes}
+        path = self.checkpoints.save(self.state.step, payload, write_extra)
+        self.print(f"Saved checkpoint {path}")
+        return path
+
+    # ---- cadence -------------------------------------------------------------------------
+    def due(self, every: int) -> bool:
+        return every > 0 and self.state.step % every == 0
+
+    def should_stop(self) -> bool:
+        """Signals, agreed across ranks. Call once per optimizer update on every rank."""
+        if self.stop.should_stop():
+            self.stopped_by_signal = True
+            return True
+        return False
+
+    def finish(self) -> None:
+        if self.logger is not None:
+            self.logger.close()
+        self.accelerator.wait_for_everyone()
+        self.accelerator.end_training()
