@@ -1,0 +1,191 @@
+"""Labelled texts: reading CSV/TSV/JSON Lines (or a Hub dataset), the label set, tokenisation and
+the dataloaders.
+
+Rows are plain dicts until tokenisation; the train dataloader draws its order from
+:class:`ResumableSampler` so a checkpoint can restore the exact position inside an epoch.
+"""
+from __future__ import annotations
+
+import csv
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence
+
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+from ..data.sampler import ResumableSampler
+from ..errors import UserError
+from .config import ClassifierDataArguments
+
+csv.field_size_limit(1 << 24)
+
+
+# ---- reading --------------------------------------------------------------------------------
+def read_table(path: str, flag: str = "file") -> List[dict]:
+    """Rows of a ``.csv``/``.tsv`` (header line) or ``.jsonl``/``.json`` (one object per line)."""
+    p = Path(path)
+    if not p.is_file():
+        raise UserError(f"--{flag} {path}: file not found")
+    try:
+        text = p.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        raise UserError(f"--{flag} {path}: unreadable ({err}); pass a UTF-8 .csv, .tsv or .jsonl file") from None
+    if not text.strip():
+        raise UserError(f"--{flag} {path}: the file is empty; it needs a header and at least one example")
+    if p.suffix.lower() in (".jsonl", ".json"):
+        rows = _parse_jsonl(text, path, flag)
+    else:
+        delimiter = "\t" if p.suffix.lower() == ".tsv" else ","
+        try:
+            rows = list(csv.DictReader(text.splitlines(), delimiter=delimiter))
+        except csv.Error as err:
+            raise UserError(f"--{flag} {path}: not a valid {p.suffix[1:].upper()} file ({err})") from None
+    if not rows:
+        raise UserError(f"--{flag} {path}: no examples (only a header?); it needs at least one row")
+    return rows
+
+
+def _parse_jsonl(text: str, path: str, flag: str) -> List[dict]:
+    rows = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as err:
+            raise UserError(f"--{flag} {path}: line {number} is not JSON ({err.msg}); expected one object per line") from None
+        if not isinstance(row, dict):
+            raise UserError(f"--{flag} {path}: line {number} is a {type(row).__name__}, expected a JSON object")
+        rows.append(row)
+    return rows
+
+
+def load_hub_splits(name: str, config: Optional[str]) -> Dict[str, List[dict]]:
+    """``{"train": rows, "validation": rows, "label_names": [...] or None}`` from the Hub."""
+    try:
+        import datasets
+    except ImportError:
+        raise UserError(f"--dataset_name {name} needs the 'datasets' package: pip install 'gan_accel[hub]' "
+                        "(or pass --train_file/--validation_file)") from None
+    try:
+        ds = datasets.load_dataset(name, config)
+    except Exception as err:  # the Hub raises many types (connection, missing config, ...)
+        raise UserError(f"--dataset_name {name}: could not load it ({str(err).splitlines()[0]})") from None
+    if "train" not in ds or "validation" not in ds:
+        raise UserError(f"--dataset_name {name}: needs 'train' and 'validation' splits; it has {', '.join(ds)}")
+    return {split: [dict(r) for r in ds[split]] for split in ("train", "validation")} | {
+        "label_names": getattr(ds["train"].features.get("label"), "names", None)
+    }
+
+
+def check_columns(rows: List[dict], columns: Sequence[str], source: str) -> None:
+    present = rows[0].keys()
+    for column in columns:
+        if column not in present:
+            raise UserError(f"{source}: no column {column!r} (columns: {', '.join(map(str, present))}); "
+                            "set --text_column/--text_pair_column/--label_column")
+
+
+# ---- labels ---------------------------------------------------------------------------------
+def _label_key(value) -> str:
+    # Labels are compared as strings: CSV gives "1", JSON gives 1, both mean the same class.
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    return str(value).strip()
+
+
+def label_names_from(values: Sequence) -> List[str]:
+    """Sorted distinct labels: numerically when all look like integers, else lexicographically."""
+    names = sorted({_label_key(v) for v in values})
+    try:
+        return sorted(names, key=int)
+    except ValueError:
+        return names
+
+
+def encode_labels(rows: List[dict], column: str, label2id: Dict[str, int], source: str) -> List[int]:
+    ids = []
+    for number, row in enumerate(rows, start=1):
+        key = _label_key(row[column])
+        if key not in label2id:
+            raise UserError(f"{source}: example {number} has label {key!r}, not among the training labels "
+                            f"({', '.join(label2id)}); fix the file or pass --label_names")
+        ids.append(label2id[key])
+    return ids
+
+
+# ---- tokenised dataset ----------------------------------------------------------------------
+class EncodedDataset(Dataset):
+    """Tokenised examples as lists of ids (unpadded); :class:`DataCollatorWithPadding` pads per batch."""
+
+    def __init__(self, encodings: Dict[str, List[List[int]]], labels: List[int]) -> None:
+        self.encodings, self.labels = encodings, labels
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+    def __getitem__(self, i: int) -> dict:
+        return {**{k: v[i] for k, v in self.encodings.items()}, "labels": self.labels[i]}
+
+
+@dataclass
+class ClassificationData:
+    train: EncodedDataset
+    validation: EncodedDataset
+    label_names: List[str]
+
+
+def load_classification_data(args: ClassifierDataArguments, tokenizer) -> ClassificationData:
+    """Read, check and tokenise both splits. Call under ``accelerator.main_process_first()``."""
+    hub_names = None
+    if args.dataset_name:
+        splits = load_hub_splits(args.dataset_name, args.dataset_config)
+        hub_names = splits.pop("label_names")
+        sources = {s: f"--dataset_name {args.dataset_name} ({s})" for s in splits}
+    else:
+        splits = {"train": read_table(args.train_file, "train_file"),
+                  "validation": read_table(args.validation_file, "validation_file")}
+        sources = {"train": f"--train_file {args.train_file}", "validation": f"--validation_file {args.validation_file}"}
+    columns = [args.text_column, args.label_column] + ([args.text_pair_column] if args.text_pair_column else [])
+    for split, rows in splits.items():
+        check_columns(rows, columns, sources[split])
+
+    names = args.label_names or hub_names or label_names_from([r[args.label_column] for r in splits["train"]])
+    if len(names) < 2:
+        raise UserError(f"{sources['train']}: only one label ({names[0]!r}); a classifier needs at least two")
+    label2id = {name: i for i, name in enumerate(names)}
+    if hub_names and not args.label_names:
+        label2id.update({str(i): i for i in range(len(names))})  # Hub ClassLabel columns hold ids
+    encoded = {}
+    for split, rows in splits.items():
+        labels = encode_labels(rows, args.label_column, label2id, sources[split])
+        encoded[split] = EncodedDataset(tokenize(rows, args, tokenizer), labels)
+    return ClassificationData(encoded["train"], encoded["validation"], list(names))
+
+
+def tokenize(rows: List[dict], args: ClassifierDataArguments, tokenizer) -> Dict[str, List[List[int]]]:
+    texts = [str(r[args.text_column] or "") for r in rows]
+    pairs = [str(r[args.text_pair_column] or "") for r in rows] if args.text_pair_column else None
+    enc = tokenizer(texts, pairs, truncation=True, max_length=args.max_length)
+    return {k: v for k, v in enc.items() if k in ("input_ids", "attention_mask", "token_type_ids")}
+
+
+# ---- dataloaders ----------------------------------------------------------------------------
+def build_dataloaders(data: ClassificationData, tokenizer, batch_size: int, eval_batch_size: int, seed: int):
+    """Train loader (resumable shuffled order) and eval loader (fixed order), both unprepared.
+
+    Each gets its own ``torch.Generator``: a DataLoader draws its workers' base seed when an
+    iterator is created, from the global RNG by default. That would shift dropout's RNG stream
+    on a mid-epoch resume (the iterator is created at a different step), breaking exact resume.
+    """
+    from transformers import DataCollatorWithPadding
+
+    collate = DataCollatorWithPadding(tokenizer)
+    sampler = ResumableSampler(len(data.train), seed=seed)
+    train_dl = DataLoader(data.train, batch_size=batch_size, sampler=sampler, collate_fn=collate,
+                          generator=torch.Generator().manual_seed(seed))
+    eval_dl = DataLoader(data.validation, batch_size=eval_batch_size, shuffle=False, collate_fn=collate,
+                         generator=torch.Generator().manual_seed(seed))
+    return train_dl, eval_dl, sampler

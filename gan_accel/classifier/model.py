@@ -1,0 +1,135 @@
+"""Pretrained model and tokenizer, the optimizer with its decay groups, the warm-up schedule, and
+the exported model folder."""
+from __future__ import annotations
+
+import math
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import List
+
+import torch
+
+from ..errors import UserError
+from .config import ClassifierModelArguments, ClassifierTrainArguments
+
+NO_DECAY = ("bias", "LayerNorm.weight", "layer_norm.weight", "norm.weight")
+
+
+def _offline_hint(name: str, err: Exception) -> UserError:
+    first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+    return UserError(
+        f"--model_name_or_path {name}: could not load it ({first}). Without network access a Hub name must already "
+        "be in the Hugging Face cache; otherwise pass a local folder written by save_pretrained "
+        "(for a smoke run: python scripts/make_tiny_model.py --train_file FILE --output_dir DIR)"
+    )
+
+
+def load_tokenizer(args: ClassifierModelArguments):
+    from transformers import AutoTokenizer
+
+    try:
+        return AutoTokenizer.from_pretrained(args.model_name_or_path)
+    except (OSError, ValueError) as err:
+        raise _offline_hint(args.model_name_or_path, err) from None
+
+
+def load_model(args: ClassifierModelArguments, label_names: List[str]):
+    """``AutoModelForSequenceClassification`` with ``num_labels``/``id2label``/``label2id`` from the
+    data; a new classification head is initialised from the (seeded) global RNG."""
+    from transformers import AutoModelForSequenceClassification
+
+    try:
+        model = AutoModelForSequenceClassification.from_pretrained(
+            args.model_name_or_path,
+            num_labels=len(label_names),
+            id2label=dict(enumerate(label_names)),
+            label2id={name: i for i, name in enumerate(label_names)},
+            ignore_mismatched_sizes=True,  # a checkpoint fine-tuned on other labels gets a fresh head
+        )
+    except (OSError, ValueError) as err:
+        raise _offline_hint(args.model_name_or_path, err) from None
+    if args.gradient_checkpointing:
+        # Non-reentrant checkpointing works under DDP and with inputs that need no grad.
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    return model
+
+
+def build_optimizer(model: torch.nn.Module, args: ClassifierTrainArguments) -> torch.optim.Optimizer:
+    """Two parameter groups: weight decay on weight matrices only, never on biases or LayerNorm."""
+    decay, no_decay = [], []
+    for name, p in model.named_parameters():
+        if p.requires_grad:
+            (no_decay if name.endswith(NO_DECAY) or p.ndim < 2 else decay).append(p)
+    groups = [{"params": decay, "weight_decay": args.weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+    if args.optimizer == "adam":
+        # torch Adam couples decay into the gradient (L2); with the default 0.0 that is moot.
+        return torch.optim.Adam(groups, lr=args.learning_rate)
+    if args.optimizer == "adamw":
+        return torch.optim.AdamW(groups, lr=args.learning_rate)
+    from transformers.optimization import Adafactor
+
+    # A fixed learning rate so the warm-up schedule drives it, as with Adam.
+    return Adafactor(groups, lr=args.learning_rate, scale_parameter=False, relative_step=False, warmup_init=False)
+
+
+@dataclass
+class ScheduleLength:
+    """How long the run is, in optimizer updates of ONE process, and the scheduler's tick counts.
+
+    Accelerate's prepared scheduler steps ``num_processes`` times per optimizer update (so the
+    schedule is expressed in updates of a single process over the unsharded data). Hence:
+    ``total_ticks = total_updates * num_processes``, which equals the single-process update count
+    over the unsharded data when the batches shard evenly, and is rounded up otherwise so the LR
+    reaches exactly zero at the last update.
+    """
+
+    updates_per_epoch: int
+    total_updates: int
+    warmup_updates: int
+    num_processes: int
+
+    @property
+    def total_ticks(self) -> int:
+        return self.total_updates * self.num_processes
+
+    @property
+    def warmup_ticks(self) -> int:
+        return self.warmup_updates * self.num_processes
+
+
+def schedule_length(num_batches: int, num_processes: int, args: ClassifierTrainArguments,
+                    accumulation: int) -> ScheduleLength:
+    """``num_batches``: length of the unprepared (unsharded) train dataloader."""
+    # Accelerate shards batches round-robin with even_batches=True: ceil(B / P) per process; an
+    # epoch ends with a (possibly short) accumulation cycle, which Accelerate syncs at the end.
+    per_process = math.ceil(num_batches / num_processes)
+    updates_per_epoch = math.ceil(per_process / accumulation)
+    total = args.max_steps or updates_per_epoch * args.num_train_epochs
+    warmup = args.num_warmup_steps if args.num_warmup_steps is not None else math.ceil(args.warmup_ratio * total)
+    if warmup >= total and total > 0 and args.num_warmup_steps is not None:
+        raise UserError(f"--num_warmup_steps {warmup} must be smaller than the {total} optimizer updates of the run")
+    return ScheduleLength(updates_per_epoch, total, min(warmup, max(total - 1, 0)), num_processes)
+
+
+def build_scheduler(optimizer, length: ScheduleLength):
+    from transformers import get_linear_schedule_with_warmup
+
+    return get_linear_schedule_with_warmup(optimizer, num_warmup_steps=length.warmup_ticks,
+                                           num_training_steps=length.total_ticks)
+
+
+def export_model(model, tokenizer, out: Path) -> None:
+    """``save_pretrained`` the (unwrapped) model and tokenizer into ``out``, atomically: written into
+    a sibling temp folder, then swapped in, so ``out`` always holds one complete model."""
+    tmp = out.with_name(f".tmp-{out.name}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    model.save_pretrained(tmp, safe_serialization=True)
+    tokenizer.save_pretrained(tmp)
+    old = out.with_name(f".old-{out.name}")
+    if out.exists():
+        shutil.rmtree(old, ignore_errors=True)
+        os.replace(out, old)
+    os.replace(tmp, out)
+    shutil.rmtree(old, ignore_errors=True)
