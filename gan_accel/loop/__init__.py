@@ -4,10 +4,11 @@ from .accel import build_accelerator, prepare_output_dir, print_and_save_config
 from .checkpoint import CheckpointManager
 from .guard import NonFiniteGuard, all_finite
 from .metrics_log import MetricsLogger
+from .run import TrainingRun
 from .signals import GracefulStop
 from .state import TrainState
 
 __all__ = [
-    "CheckpointManager", "GracefulStop", "MetricsLogger", "NonFiniteGuard", "TrainState", "all_finite",
+    "CheckpointManager", "GracefulStop", "MetricsLogger", "NonFiniteGuard", "TrainState", "TrainingRun", "all_finite",
     "build_accelerator", "prepare_output_dir", "print_and_save_config",
 ]

@@ -12,6 +12,7 @@ class TrainState:
     epoch_start: int = 0       # samples (over all processes) of this epoch already consumed
     nonfinite_total: int = 0   # updates skipped for non-finite losses/gradients
     nonfinite_streak: int = 0  # consecutive skipped updates
+    d_updates: int = 0         # D optimizer updates (GAN path: decides which windows train G)
     best_metric: float = float("nan")
 
     def to_dict(self) -> dict:

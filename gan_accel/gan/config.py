@@ -1,0 +1,85 @@
+"""Typed configuration of the GAN path (one dataclass per concern)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+from ..config import check_choice, check_positive, choice
+from ..data import DATASETS
+from ..errors import ConfigError
+from ..models import ARCHS, D_NORMS, supported_sizes
+from .losses import LOSSES
+
+SCHEDULERS = ("constant", "linear", "cosine")
+
+
+@dataclass
+class GANDataArguments:
+    dataset: str = choice("digits", DATASETS, "Training images: scikit-learn's bundled digits (offline), an image folder, or a torchvision dataset.")
+    data_dir: Optional[str] = field(default=None, metadata={"help": "Folder of images (--dataset folder) or torchvision root."})
+    download: bool = field(default=False, metadata={"help": "Let torchvision download MNIST/Fashion-MNIST/CIFAR-10 into --data_dir."})
+    image_size: int = field(default=32, metadata={"help": "Square training resolution (images are resized and centre-cropped)."})
+    channels: int = field(default=1, metadata={"help": "1 (grey) or 3 (RGB); images are converted."})
+
+    def __post_init__(self) -> None:
+        check_choice("dataset", self.dataset, DATASETS)
+        if self.channels not in (1, 3):
+            raise ConfigError(f"--channels must be 1 or 3; got {self.channels}")
+        check_positive("image_size", self.image_size)
+
+
+@dataclass
+class GANModelArguments:
+    arch: str = choice("dcgan", tuple(ARCHS), "Generator/discriminator architecture.")
+    z_dim: int = field(default=100, metadata={"help": "Noise dimension."})
+    g_channels: int = field(default=64, metadata={"help": "Width of G's last hidden layer (doubles towards the input)."})
+    d_channels: int = field(default=64, metadata={"help": "Width of D's first layer (doubles with depth)."})
+    d_norm: str = choice("batch", D_NORMS, "Normalisation in D ('none' is needed for exact DDP equivalence).")
+    conditional: bool = field(default=False, metadata={"help": "Class-conditional G and projection D (needs labelled data)."})
+
+    def __post_init__(self) -> None:
+        check_choice("arch", self.arch, tuple(ARCHS))
+        check_choice("d_norm", self.d_norm, D_NORMS)
+        for name in ("z_dim", "g_channels", "d_channels"):
+            check_positive(name, getattr(self, name))
+
+    def check_image_size(self, image_size: int) -> None:
+        sizes = supported_sizes(self.arch)
+        if image_size not in sizes:
+            raise ConfigError(f"--image_size {image_size} is not supported by --arch {self.arch}; use one of {', '.join(map(str, sizes))}")
+
+
+@dataclass
+class GANTrainArguments:
+    loss: str = choice("nonsaturating", LOSSES, "GAN objective.")
+    gp_weight: float = field(default=10.0, metadata={"help": "WGAN-GP penalty weight (used with --loss wgan_gp)."})
+    d_steps_per_g_step: int = field(default=1, metadata={"help": "D updates per G update (n_critic)."})
+    batch_size: int = field(default=64, metadata={"help": "Images per process per micro-batch."})
+    max_steps: int = field(default=2000, metadata={"help": "G optimizer updates to train for."})
+    lr_g: float = field(default=2e-4, metadata={"help": "Adam learning rate of G."})
+    lr_d: float = field(default=2e-4, metadata={"help": "Adam learning rate of D."})
+    adam_beta1: float = field(default=0.5, metadata={"help": "Adam beta1 (0.5 is the DCGAN setting)."})
+    adam_beta2: float = field(default=0.999, metadata={"help": "Adam beta2."})
+    lr_scheduler: str = choice("constant", SCHEDULERS, "Learning-rate schedule of both networks (after warm-up).")
+    warmup_steps: int = field(default=0, metadata={"help": "Linear warm-up, in G updates (D's is scaled by n_critic)."})
+    ema_decay: float = field(default=0.999, metadata={"help": "EMA decay of G (0 disables averaging: the EMA is a copy)."})
+    ema_start: int = field(default=0, metadata={"help": "G update from which the EMA averages (a plain copy before)."})
+    sample_every: int = field(default=250, metadata={"help": "G updates between sample grids (0: only the final one)."})
+    num_sample_images: int = field(default=64, metadata={"help": "Images in each sample grid (fixed noise)."})
+
+    def __post_init__(self) -> None:
+        check_choice("loss", self.loss, LOSSES)
+        check_choice("lr_scheduler", self.lr_scheduler, SCHEDULERS)
+        for name in ("batch_size", "max_steps", "lr_g", "lr_d", "d_steps_per_g_step", "num_sample_images"):
+            check_positive(name, getattr(self, name))
+        for name in ("gp_weight", "warmup_steps", "ema_start", "sample_every"):
+            check_positive(name, getattr(self, name), allow_zero=True)
+        for name in ("adam_beta1", "adam_beta2", "ema_decay"):
+            value = getattr(self, name)
+            if not 0.0 <= value < 1.0:
+                raise ConfigError(f"--{name} must be in [0, 1); got {value}")
+        if self.warmup_steps >= self.max_steps:
+            raise ConfigError(f"--warmup_steps ({self.warmup_steps}) must be smaller than --max_steps ({self.max_steps})")
+
+
+GAN_CONFIG_TYPES = (GANDataArguments, GANModelArguments, GANTrainArguments)

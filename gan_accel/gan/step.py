@@ -1,0 +1,74 @@
+"""The two phases of a GAN update, each one backward pass; metrics come back as device tensors.
+
+Order matters under fp16: Accelerate has ONE GradScaler and every ``optimizer.step()`` updates
+it, so D backward -> D step -> G backward -> G step (Accelerate notes #5).
+"""
+from __future__ import annotations
+
+from typing import Dict, Optional
+
+import torch
+
+from ..loop.guard import grads_finite
+from .losses import D_LOSSES, G_LOSSES, gradient_penalty, r1_penalty
+
+Metrics = Dict[str, torch.Tensor]
+
+
+def d_step(accelerator, D, real: torch.Tensor, fake: torch.Tensor, labels: Optional[torch.Tensor], loss: str,
+           gp_weight: float = 0.0, gp_alpha: Optional[torch.Tensor] = None, r1_weight: float = 0.0) -> Metrics:
+    """Backward of D's loss on a real batch and a detached fake batch (G gets no gradient)."""
+    fake = fake.detach()
+    with accelerator.autocast():
+        real_logits = D(real, labels)
+        fake_logits = D(fake, labels)
+        d_loss = D_LOSSES[loss](real_logits.float(), fake_logits.float())
+    total = d_loss
+    metrics = {"loss/D": d_loss.detach(), "D/real_logit": real_logits.detach().float().mean(),
+               "D/fake_logit": fake_logits.detach().float().mean()}
+    scaler = accelerator.scaler
+    if gp_weight > 0:
+        gp = gradient_penalty(D, real, fake, gp_alpha, labels, scaler)
+        total = total + gp_weight * gp
+        metrics["reg/gp"] = gp.detach()
+    if r1_weight > 0:
+        r1 = r1_penalty(D, real, labels, scaler)
+        total = total + r1_weight * r1
+        metrics["reg/r1"] = r1.detach()
+    accelerator.backward(total)
+    return metrics
+
+
+def g_step(accelerator, D, fake: torch.Tensor, labels: Optional[torch.Tensor], loss: str) -> Metrics:
+    """Backward of G's loss through a frozen D.
+
+    Without the freeze, G's loss would write gradients into D's parameters, which accumulation
+    would add to D's next update (Accelerate notes #3). Freezing ALL of D is DDP-safe; the
+    gradient still flows through D's activations to G.
+    """
+    D.requires_grad_(False)
+    try:
+        with accelerator.autocast():
+            g_loss = G_LOSSES[loss](D(fake, labels).float())
+        accelerator.backward(g_loss)
+    finally:
+        D.requires_grad_(True)
+    return {"loss/G": g_loss.detach()}
+
+
+def apply_update(accelerator, optimizer, scheduler, module, check_finite: bool) -> Optional[bool]:
+    """Step ``optimizer`` and its scheduler on a sync step.
+
+    Returns None on accumulation micro-steps (nothing to do: prepared optimizers ignore step() and
+    zero_grad() then), True when the update was applied, False when it was skipped because the
+    (already all-reduced) gradients were not finite, or because fp16's scaler skipped it.
+    """
+    if not accelerator.sync_gradients:
+        return None
+    if check_finite and not bool(grads_finite(module)):  # one host sync per update
+        optimizer.zero_grad(set_to_none=True)
+        return False
+    optimizer.step()
+    scheduler.step()  # a prepared scheduler skips itself when the fp16 step was skipped
+    optimizer.zero_grad(set_to_none=True)
+    return not optimizer.step_was_skipped

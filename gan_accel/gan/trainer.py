@@ -1,0 +1,222 @@
+"""The GAN training loop: G and D, two optimizers, two schedulers and the dataloader through
+ONE ``accelerator.prepare``; D phase then G phase inside one ``accumulate(G, D)`` per batch."""
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+import torch
+from accelerate.utils import set_seed
+from torch.utils.data import DataLoader
+from transformers import get_scheduler
+
+from ..config import RunArguments, config_to_dict
+from ..data import ImageData, ResumableSampler, load_image_data, to_float_images
+from ..errors import ConfigError
+from ..loop import TrainingRun
+from ..loop.guard import NonFiniteError, all_finite
+from ..models import build_models, save_generator
+from ..sampling import fixed_noise, grid_labels, save_grid
+from .config import GANDataArguments, GANModelArguments, GANTrainArguments
+from .ema import EMA, recalibrate_batchnorm
+from .noise import GP_ALPHA, NOISE, StepNoise
+from .step import apply_update, d_step, g_step
+
+
+@dataclass
+class GANParts:
+    """Everything the step needs; G/D/optimizers/schedulers/loader are the prepared objects."""
+
+    G: torch.nn.Module
+    D: torch.nn.Module
+    opt_G: torch.optim.Optimizer
+    opt_D: torch.optim.Optimizer
+    sched_G: object
+    sched_D: object
+    loader: DataLoader
+    sampler: ResumableSampler
+    ema: EMA
+    images: torch.Tensor            # uint8 [N, C, S, S] on the accelerator
+    labels: Optional[torch.Tensor]  # int64 [N] on the accelerator, when conditional
+    noise: StepNoise
+
+
+def make_scheduler(name: str, optimizer, warmup_updates: int, total_updates: int, num_processes: int):
+    """A prepared scheduler steps ``num_processes`` times per optimizer update (Accelerate notes
+    #4), so lengths are counted in those steps: it then ends exactly at the last update."""
+    kind = {"constant": "constant_with_warmup", "linear": "linear", "cosine": "cosine"}[name]
+    return get_scheduler(kind, optimizer, num_warmup_steps=warmup_updates * num_processes,
+                         num_training_steps=total_updates * num_processes)
+
+
+def build_parts(run: TrainingRun, data: ImageData, model_args: GANModelArguments, train: GANTrainArguments, seed: int) -> GANParts:
+    acc = run.accelerator
+    num_classes = data.num_classes if model_args.conditional else 0
+    G, D = build_models(model_args.arch, z_dim=model_args.z_dim, channels=data.channels, image_size=data.images.shape[-1],
+                        g_channels=model_args.g_channels, d_channels=model_args.d_channels, d_norm=model_args.d_norm,
+                        num_classes=num_classes)
+    betas = (train.adam_beta1, train.adam_beta2)
+    opt_G = torch.optim.Adam(G.parameters(), lr=train.lr_g, betas=betas)
+    opt_D = torch.optim.Adam(D.parameters(), lr=train.lr_d, betas=betas)
+    n_critic, P = train.d_steps_per_g_step, acc.num_processes
+    # Each scheduler is built on its own raw optimizer and prepared in the same call (notes #4).
+    sched_G = make_scheduler(train.lr_scheduler, opt_G, train.warmup_steps, train.max_steps, P)
+    sched_D = make_scheduler(train.lr_scheduler, opt_D, train.warmup_steps * n_critic, train.max_steps * n_critic, P)
+    sampler = ResumableSampler(len(data), seed=seed)
+    # The dataset is the index range; images are gathered from the device tensor per batch, so
+    # there is no per-sample decoding or host-to-device copy of pixels.
+    loader = DataLoader(range(len(data)), batch_size=train.batch_size, sampler=sampler, drop_last=True)
+    if len(loader) < P:
+        raise ConfigError(f"--batch_size {train.batch_size} x {P} processes is larger than the dataset ({len(data)} images); lower --batch_size")
+    G, D, opt_G, opt_D, sched_G, sched_D, loader = acc.prepare(G, D, opt_G, opt_D, sched_G, sched_D, loader)
+    ema = EMA(acc.unwrap_model(G), train.ema_decay, train.ema_start)
+    images = data.images.to(acc.device)
+    labels = data.labels.to(acc.device) if data.labels is not None else None
+    noise = StepNoise(seed, acc.device, P, acc.process_index, train.batch_size)
+    return GANParts(G, D, opt_G, opt_D, sched_G, sched_D, loader, sampler, ema, images, labels, noise)
+
+
+class GANTrainer:
+    def __init__(self, data_args: GANDataArguments, model_args: GANModelArguments, train: GANTrainArguments,
+                 run_args: RunArguments) -> None:
+        model_args.check_image_size(data_args.image_size)
+        self.data_args, self.model_args, self.train, self.run_args = data_args, model_args, train, run_args
+        self.run = TrainingRun(run_args, config_to_dict(data_args, model_args, train, run_args), project="gan")
+        acc = self.run.accelerator
+        set_seed(run_args.seed)  # weight init
+        with acc.main_process_first():  # one download / decode first, the others read the cache
+            self.data = load_image_data(data_args.dataset, data_args.data_dir, data_args.image_size, data_args.channels,
+                                        data_args.download)
+        if model_args.conditional and self.data.labels is None:
+            raise ConfigError(f"--conditional needs labelled data; {self.data.name} has no class sub-folders")
+        self.run.print(f"Data: {self.data.name}, {len(self.data)} images {tuple(self.data.images.shape[1:])}, "
+                       f"{self.data.num_classes} classes")
+        self.parts = build_parts(self.run, self.data, model_args, train, run_args.seed)
+        self.num_classes = self.data.num_classes if model_args.conditional else 0
+        self.sample_z = fixed_noise(train.num_sample_images, model_args.z_dim, run_args.seed + 12345)
+        self.sample_labels = grid_labels(train.num_sample_images, self.num_classes)
+        self.run.resume(read_extra=self.parts.ema.load)
+
+    # ---- one batch ---------------------------------------------------------------------
+    def micro_step(self, idx: torch.Tensor) -> dict:
+        p, t, acc, state = self.parts, self.train, self.run.accelerator, self.run.state
+        real = to_float_images(p.images[idx])
+        labels = p.labels[idx] if self.num_classes else None
+        z = p.noise.normal(state.micro_step, NOISE, self.model_args.z_dim)
+        g_phase = state.d_updates % t.d_steps_per_g_step == t.d_steps_per_g_step - 1
+        check = acc.mixed_precision != "fp16"  # fp16: the scaler finds and skips inf/NaN itself
+        with acc.accumulate(p.G, p.D):
+            # One G forward serves both phases; it keeps a graph only when G trains on it.
+            with torch.set_grad_enabled(g_phase):
+                fake = p.G(z, labels)
+            alpha = p.noise.uniform(state.micro_step, GP_ALPHA, 1, 1, 1) if t.loss == "wgan_gp" else None
+            metrics = d_step(acc, p.D, real, fake, labels, t.loss, t.gp_weight if t.loss == "wgan_gp" else 0.0, alpha)
+            d_ok = apply_update(acc, p.opt_D, p.sched_D, p.D, check)
+            g_ok = None
+            if g_phase:
+                metrics.update(g_step(acc, p.D, fake, labels, t.loss))
+                g_ok = apply_update(acc, p.opt_G, p.sched_G, p.G, check)
+        state.micro_step += 1
+        state.epoch_start += t.batch_size * acc.num_processes
+        metrics["_sync"] = d_ok is not None
+        metrics["_g_update"] = g_ok is not None
+        metrics["_ok"] = d_ok is not False and g_ok is not False
+        return metrics
+
+    # ---- the loop ----------------------------------------------------------------------
+    def batches(self):
+        """Batches of sample indices, resuming mid-epoch at the saved position."""
+        state, sampler, loader = self.run.state, self.parts.sampler, self.parts.loader
+        while True:
+            sampler.set_position(state.epoch, state.epoch_start)
+            yield from loader
+            state.epoch += 1
+            state.epoch_start = 0
+
+    def fit(self) -> Path:
+        run, t, state = self.run, self.train, self.run.state
+        logger = run.make_logger(t.max_steps, unit="img", desc="gan")
+        if state.step >= t.max_steps:
+            run.print(f"Already at step {state.step} >= --max_steps {t.max_steps}: nothing to train")
+        with run.stop:
+            for idx in self.batches() if state.step < t.max_steps else ():
+                metrics = self.micro_step(idx)
+                sync, g_update, ok = metrics.pop("_sync"), metrics.pop("_g_update"), metrics.pop("_ok")
+                logger.accumulate(metrics, samples=t.batch_size)
+                if not sync:
+                    continue
+                state.d_updates += 1
+                if not run.guard.record(ok, "gradients"):
+                    logger.accumulate({"nonfinite/skipped_total": float(state.nonfinite_total)})
+                if not g_update:
+                    continue
+                state.step += 1
+                self.parts.ema.update(run.accelerator.unwrap_model(self.parts.G), state.step)
+                logger.advance(state.step)
+                if self.after_update():
+                    break
+        self.finish()
+        return run.output_dir
+
+    def after_update(self) -> bool:
+        """Logging, samples, checkpoints, signals after each G update; True means stop."""
+        run, t, state = self.run, self.train, self.run.state
+        done = state.step >= t.max_steps
+        if run.logger.should_log(state.step) or done:
+            run.logger.flush(state.step, extra=self.lr_metrics())
+        if (t.sample_every and state.step % t.sample_every == 0) or done:
+            self.save_samples()
+        if run.should_stop():
+            self.save_checkpoint()
+            run.print(f"Stopped by signal at step {state.step}; continue with --resume_from_checkpoint latest")
+            return True
+        if run.due(self.run_args.checkpointing_steps) or done:
+            self.save_checkpoint()
+        return done
+
+    def lr_metrics(self) -> dict:
+        return {"lr/G": self.parts.sched_G.get_last_lr()[0], "lr/D": self.parts.sched_D.get_last_lr()[0]}
+
+    # ---- outputs -----------------------------------------------------------------------
+    def calibrated_ema(self) -> torch.nn.Module:
+        """A copy of the EMA generator with BatchNorm statistics recomputed for its weights."""
+        G = copy.deepcopy(self.parts.ema.module)
+        recalibrate_batchnorm(G, self.model_args.z_dim, self.num_classes, self.run.accelerator.device,
+                              seed=self.run_args.seed)
+        return G.eval()
+
+    def save_samples(self) -> Optional[Path]:
+        # Main process only, on the unwrapped EMA copy: calling the DDP-wrapped G on one rank
+        # would hang (Accelerate notes #8).
+        if not self.run.accelerator.is_main_process:
+            return None
+        G = self.calibrated_ema()
+        with torch.no_grad():
+            dev = self.run.accelerator.device
+            labels = self.sample_labels.to(dev) if self.sample_labels is not None else None
+            images = G(self.sample_z.to(dev), labels).float().cpu()
+        nrow = self.num_classes or 8
+        return save_grid(images, self.run.output_dir / "samples" / f"step_{self.run.state.step:06d}.png", nrow=nrow)
+
+    def save_checkpoint(self) -> Path:
+        p = self.parts
+        weights = [*p.G.parameters(), *p.D.parameters(), *p.ema.module.parameters()]
+        if not bool(all_finite(weights)):
+            raise NonFiniteError(f"weights became non-finite at step {self.run.state.step}; no checkpoint was written and "
+                                 "the last finite one is kept. Lower the learning rates.")
+        return self.run.save(write_extra=p.ema.save)
+
+    def finish(self) -> None:
+        run = self.run
+        if run.accelerator.is_main_process and not run.stopped_by_signal and run.state.step >= self.train.max_steps:
+            out = run.output_dir / "generator"
+            save_generator(self.calibrated_ema().cpu(), out)
+            run.print(f"Exported the EMA generator to {out}")
+        run.finish()
+
+
+def train_gan(data_args: GANDataArguments, model_args: GANModelArguments, train: GANTrainArguments,
+              run_args: RunArguments) -> Path:
+    return GANTrainer(data_args, model_args, train, run_args).fit()

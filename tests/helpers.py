@@ -1,0 +1,25 @@
+"""Test helpers: import the thin scripts as modules so tests call ``main(argv)`` in-process."""
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+TINY_GAN = ["--dataset", "digits", "--image_size", "16", "--z_dim", "8", "--g_channels", "8", "--d_channels", "8",
+            "--batch_size", "32", "--log_every", "2", "--sample_every", "0", "--num_sample_images", "16"]
+
+
+def load_script(name: str):
+    path = ROOT / "scripts" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"script_{name}", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while the class is built
+    spec.loader.exec_module(module)
+    return module
+
+
+def read_jsonl(path: Path) -> list:
+    return [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]

@@ -1,0 +1,72 @@
+"""The two phases in isolation: G's step leaves D untouched; D's step leaves G untouched."""
+import pytest
+import torch
+from accelerate import Accelerator
+
+from gan_accel.gan.step import apply_update, d_step, g_step
+from gan_accel.models import build_models
+
+
+@pytest.fixture
+def parts():
+    torch.manual_seed(0)
+    acc = Accelerator(cpu=True, gradient_accumulation_steps=2)
+    G, D = build_models("dcgan", z_dim=8, channels=1, image_size=16, g_channels=4, d_channels=4, d_norm="batch")
+    opt_G = torch.optim.Adam(G.parameters(), lr=1e-2)
+    opt_D = torch.optim.Adam(D.parameters(), lr=1e-2)
+    G, D, opt_G, opt_D = acc.prepare(G, D, opt_G, opt_D)
+    return acc, G, D, opt_G, opt_D
+
+
+def snapshot(module, grads=False):
+    return [(p.grad.clone() if p.grad is not None else None) if grads else p.detach().clone() for p in module.parameters()]
+
+
+def same(a, b):
+    return all((x is None and y is None) or (x is not None and y is not None and torch.equal(x, y)) for x, y in zip(a, b))
+
+
+@pytest.mark.parametrize("loss", ["nonsaturating", "hinge", "wgan_gp", "lsgan"])
+def test_g_step_leaves_d_params_and_grads_unchanged(parts, loss):
+    acc, G, D, opt_G, opt_D = parts
+    real = torch.rand(4, 1, 16, 16) * 2 - 1
+    with acc.accumulate(G, D):  # micro-step 1 of 2: D's gradients stay accumulated
+        assert not acc.sync_gradients
+        fake = G(torch.randn(4, 8))
+        d_step(acc, D, real, fake, None, loss)
+        assert all(p.grad is None for p in G.parameters())  # fake was detached for D
+        d_params, d_grads = snapshot(D), snapshot(D, grads=True)
+        assert all(g is not None for g in d_grads)
+        g_step(acc, D, fake, None, loss)
+        assert same(d_grads, snapshot(D, grads=True)), "G's loss leaked gradients into D"
+        assert all(p.requires_grad for p in D.parameters())  # unfrozen again
+        assert all(p.grad is not None and p.grad.abs().sum() > 0 for p in G.parameters() if p.requires_grad)
+        g_before = snapshot(G)
+        assert apply_update(acc, opt_G, _NoSched(), G, check_finite=True) is None  # not a sync step
+    assert same(d_params, snapshot(D))
+    assert same(g_before, snapshot(G))
+
+
+def test_update_applies_on_sync_and_skips_nonfinite(parts):
+    acc, G, D, opt_G, opt_D = parts
+    real = torch.rand(4, 1, 16, 16) * 2 - 1
+    for micro in range(2):
+        with acc.accumulate(G, D):
+            fake = G(torch.randn(4, 8))
+            d_step(acc, D, real, fake, None, "nonsaturating")
+            result = apply_update(acc, opt_D, _NoSched(), D, check_finite=True)
+    assert result is True
+    with acc.accumulate(G, D):
+        pass
+    before = snapshot(D)
+    with acc.accumulate(G, D):
+        assert acc.sync_gradients
+        for p in D.parameters():
+            p.grad = torch.full_like(p, float("nan"))
+        assert apply_update(acc, opt_D, _NoSched(), D, check_finite=True) is False
+    assert same(before, snapshot(D)) and all(p.grad is None for p in D.parameters())
+
+
+class _NoSched:
+    def step(self):
+        pass

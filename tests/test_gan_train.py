@@ -1,0 +1,146 @@
+"""End to end: train_gan.py writes every file it promises; sample_gan.py reads the export;
+schedules end where they should; resume reproduces the uninterrupted run."""
+import json
+
+import pytest
+import torch
+from PIL import Image
+from safetensors.torch import load_file
+
+from gan_accel.config import RunArguments
+from gan_accel.gan.config import GANDataArguments, GANModelArguments, GANTrainArguments
+from gan_accel.gan.trainer import GANTrainer
+from helpers import TINY_GAN, load_script, read_jsonl
+
+train_gan = load_script("train_gan").main
+sample_gan = load_script("sample_gan").main
+
+CKPT_FILES = {"model.safetensors", "model_1.safetensors", "optimizer.bin", "optimizer_1.bin", "scheduler.bin",
+              "scheduler_1.bin", "random_states_0.pkl", "ema.safetensors", "trainer_state.json"}
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory):
+    out = tmp_path_factory.mktemp("gan") / "run"
+    assert train_gan([*TINY_GAN, "--output_dir", str(out), "--max_steps", "12", "--sample_every", "6",
+                      "--checkpointing_steps", "4", "--checkpoints_total_limit", "2"]) == 0
+    return out
+
+
+def test_train_writes_every_file(run_dir):
+    config = json.loads((run_dir / "config.json").read_text())
+    assert config["max_steps"] == 12 and config["g_channels"] == 8 and config["loss"] == "nonsaturating"
+
+    records = read_jsonl(run_dir / "metrics.jsonl")
+    assert [r["step"] for r in records] == [2, 4, 6, 8, 10, 12]
+    for key in ("loss/D", "loss/G", "lr/G", "lr/D", "throughput/img_per_s", "D/real_logit"):
+        assert all(isinstance(r[key], float) for r in records), key
+
+    grids = sorted(p.name for p in (run_dir / "samples").iterdir())
+    assert grids == ["step_000006.png", "step_000012.png"]
+    with Image.open(run_dir / "samples" / "step_000012.png") as img:
+        # 16 images, 8 per row, 16 px + 2 px padding: 2 rows x 8 columns.
+        assert img.size == (8 * 18 + 2, 2 * 18 + 2)
+
+    ckpts = sorted(p.name for p in (run_dir / "checkpoints").iterdir())
+    assert ckpts == ["step_00000008", "step_00000012"]  # total_limit 2 kept the newest two
+    final = run_dir / "checkpoints" / "step_00000012"
+    assert {p.name for p in final.iterdir()} == CKPT_FILES
+    state = json.loads((final / "trainer_state.json").read_text())
+    assert state["state"]["step"] == 12 and state["state"]["micro_step"] == 12
+    assert state["config"] == config
+
+    gen = run_dir / "generator"
+    assert {"config.json", "model.safetensors"} <= {p.name for p in gen.iterdir()}
+    assert json.loads((gen / "config.json").read_text())["arch"] == "dcgan"
+    # The export is the EMA generator's weights (BN statistics recalibrated, weights identical).
+    ema = load_file(str(final / "ema.safetensors"))
+    exported = load_file(str(gen / "model.safetensors"))
+    weights = [k for k in ema if "running" not in k and "num_batches" not in k]
+    assert weights and all(torch.equal(ema[k], exported[k]) for k in weights)
+
+
+def test_sample_gan_reads_the_export(run_dir, tmp_path):
+    out = tmp_path / "samples"
+    assert sample_gan(["--generator", str(run_dir / "generator"), "--num_images", "10", "--output_dir", str(out),
+                       "--batch_size", "4", "--grid", str(tmp_path / "grid.png"), "--seed", "3"]) == 0
+    files = sorted(out.iterdir())
+    assert [p.name for p in files] == [f"{i:06d}.png" for i in range(10)]
+    with Image.open(files[0]) as img:
+        assert img.size == (16, 16)
+    assert (tmp_path / "grid.png").is_file()
+    # Same seed, same images.
+    again = tmp_path / "again"
+    sample_gan(["--generator", str(run_dir / "generator"), "--num_images", "2", "--output_dir", str(again), "--seed", "3"])
+    assert (again / "000000.png").read_bytes() == (out / "000000.png").read_bytes()
+
+
+def test_output_dir_with_a_run_is_refused(run_dir, capsys):
+    before = sorted(p.name for p in run_dir.rglob("*"))
+    with pytest.raises(SystemExit) as exit_info:
+        train_gan([*TINY_GAN, "--output_dir", str(run_dir), "--max_steps", "2"])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--output_dir" in err[0] and "--overwrite_output_dir" in err[0]
+    assert sorted(p.name for p in run_dir.rglob("*")) == before
+
+
+def test_dry_run_prints_config_and_writes_nothing(tmp_path, capsys):
+    assert train_gan([*TINY_GAN, "--output_dir", str(tmp_path / "x"), "--dry_run"]) == 0
+    assert '"z_dim": 8' in capsys.readouterr().out
+    assert not (tmp_path / "x").exists()
+
+
+def trainer(out, max_steps, **overrides):
+    data = GANDataArguments(image_size=16)
+    model = GANModelArguments(z_dim=8, g_channels=8, d_channels=8, d_norm=overrides.pop("d_norm", "batch"))
+    train_keys = {f for f in GANTrainArguments.__dataclass_fields__}
+    train = GANTrainArguments(max_steps=max_steps, batch_size=overrides.pop("batch_size", 32), sample_every=0,
+                              **{k: overrides.pop(k) for k in list(overrides) if k in train_keys})
+    run = RunArguments(output_dir=str(out), log_every=1, checkpointing_steps=0, **overrides)
+    return GANTrainer(data, model, train, run)
+
+
+@pytest.mark.parametrize("schedule,accum,n_critic", [("linear", 1, 1), ("linear", 2, 1), ("cosine", 2, 2)])
+def test_lr_schedule_ends_at_the_last_update(tmp_path, schedule, accum, n_critic):
+    t = trainer(tmp_path / "run", 6, lr_scheduler=schedule, warmup_steps=2, gradient_accumulation_steps=accum,
+                d_steps_per_g_step=n_critic)
+    t.fit()
+    records = read_jsonl(tmp_path / "run" / "metrics.jsonl")
+    assert [r["step"] for r in records] == list(range(1, 7))
+    assert records[0]["lr/G"] == pytest.approx(1e-4)            # warm-up: 1/2 of 2e-4 after update 1
+    assert records[-1]["lr/G"] == 0.0 and records[-1]["lr/D"] == 0.0
+    assert t.parts.sched_G.scheduler.last_epoch == 6
+    assert t.parts.sched_D.scheduler.last_epoch == 6 * n_critic
+    assert t.run.state.micro_step == 6 * accum * n_critic
+
+
+def tensors_of(ckpt):
+    out = {f"G.{k}": v for k, v in load_file(str(ckpt / "model.safetensors")).items()}
+    out.update({f"D.{k}": v for k, v in load_file(str(ckpt / "model_1.safetensors")).items()})
+    out.update({f"EMA.{k}": v for k, v in load_file(str(ckpt / "ema.safetensors")).items()})
+    for name in ("optimizer.bin", "optimizer_1.bin"):
+        opt = torch.load(ckpt / name, weights_only=True)
+        for idx, st in opt["state"].items():
+            for k, v in st.items():
+                out[f"{name}.{idx}.{k}"] = v
+    return out
+
+
+@pytest.mark.parametrize("accum", [1, 2])
+def test_resume_equals_uninterrupted_run(tmp_path, accum):
+    # 128 x 1797 digits: 14 batches per epoch, so k=5 (x accum) stops mid-epoch and 2k crosses an epoch.
+    # A constant LR: stopping by --max_steps k under a decaying schedule would change the schedule itself.
+    kw = dict(batch_size=128, gradient_accumulation_steps=accum, lr_scheduler="constant", warmup_steps=2, ema_decay=0.9)
+    trainer(tmp_path / "straight", 10, **kw).fit()
+    trainer(tmp_path / "split", 5, **kw).fit()
+    resumed = trainer(tmp_path / "split", 10, resume_from_checkpoint="latest", **kw)
+    assert resumed.run.state.step == 5
+    resumed.fit()
+    a = tensors_of(tmp_path / "straight" / "checkpoints" / "step_00000010")
+    b = tensors_of(tmp_path / "split" / "checkpoints" / "step_00000010")
+    assert a.keys() == b.keys() and len(a) > 20
+    assert all(torch.equal(a[k], b[k]) for k in a), [k for k in a if not torch.equal(a[k], b[k])][:5]
+    sa = json.loads((tmp_path / "straight/checkpoints/step_00000010/trainer_state.json").read_text())["state"]
+    sb = json.loads((tmp_path / "split/checkpoints/step_00000010/trainer_state.json").read_text())["state"]
+    assert sa == sb and sa["step"] == 10 and sa["epoch"] == (10 * accum) // 14
