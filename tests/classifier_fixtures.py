@@ -24,6 +24,9 @@ def set_offline() -> None:
     os.environ.update(OFFLINE_ENV)
 
 
+set_offline()  # at import, before transformers/huggingface_hub read these variables
+
+
 def make_sentence(rng: random.Random) -> tuple:
     positive = rng.random() < 0.5
     majority = POSITIVE if positive else NEGATIVE
@@ -66,3 +69,48 @@ def make_tiny(folder: Path, train_file: Path) -> Path:
 
     return make_tiny_model(TinyModelArguments(train_file=str(train_file), output_dir=str(folder), vocab_size=500,
                                               dim=32, n_layers=2, n_heads=2, max_position_embeddings=64))
+
+
+# ---- running the scripts and the library in-process ----------------------------------------
+REPO = Path(__file__).resolve().parents[1]
+
+
+def load_script(name: str):
+    """The module of ``scripts/NAME.py`` (scripts are not a package), to call its ``main(argv)``."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(f"script_{name}", REPO / "scripts" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def reset_accelerate() -> None:
+    """Forget Accelerate's process-wide singletons so the next in-process run starts clean."""
+    from accelerate.state import AcceleratorState, GradientState, PartialState
+
+    AcceleratorState._reset_state(reset_partial_state=True)
+    GradientState._reset_state()
+    PartialState._reset_state()
+
+
+def train_argv(corpus: dict, model_dir: Path, output_dir: Path, *extra: str) -> list:
+    """Flags of a fast tiny run (learning rate suited to a randomly initialised model)."""
+    return ["--train_file", str(corpus["train"]), "--validation_file", str(corpus["validation"]),
+            "--model_name_or_path", str(model_dir), "--output_dir", str(output_dir), "--max_length", "32",
+            "--batch_size", "16", "--learning_rate", "1e-3", "--checkpointing_steps", "0", "--log_every", "5",
+            *extra]
+
+
+def train_in_process(argv: list, on_update=None) -> Path:
+    from gan_accel.classifier import CLASSIFIER_CONFIG_TYPES
+    from gan_accel.classifier.train import train_classifier
+    from gan_accel.config import RunArguments, parse_config
+
+    reset_accelerate()
+    configs = parse_config((*CLASSIFIER_CONFIG_TYPES, RunArguments), argv)
+    return train_classifier(*configs, on_update=on_update)
+
+
+def read_jsonl(path: Path) -> list:
+    return [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]

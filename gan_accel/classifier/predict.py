@@ -1,0 +1,102 @@
+"""Predictions of an exported classifier folder: label and score per text, to CSV or JSON Lines."""
+from __future__ import annotations
+
+import csv
+import json
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import List, Optional
+
+from ..config import check_positive
+from ..errors import ConfigError, UserError
+from .data import read_table
+
+
+@dataclass
+class PredictArguments:
+    """What to predict and where the answers go."""
+
+    model: str = field(metadata={"help": "Model folder written by train_classifier.py (OUTPUT_DIR/model) or save_pretrained."})
+    text: Optional[List[str]] = field(default=None, metadata={"help": "One or more texts to classify."})
+    input_file: Optional[str] = field(default=None, metadata={"help": "Texts to classify: .txt (one per line) or .csv/.tsv/.jsonl with --text_column."})
+    text_column: str = field(default="text", metadata={"help": "Column of --input_file holding the text."})
+    output_file: Optional[str] = field(default=None, metadata={"help": "Where to write rows (text, label, score): .csv or .jsonl; default JSON Lines on stdout."})
+    batch_size: int = field(default=32, metadata={"help": "Texts per forward pass."})
+    max_length: Optional[int] = field(default=None, metadata={"help": "Truncate texts to this many tokens (default: the tokenizer's limit)."})
+    cpu: bool = field(default=False, metadata={"help": "Run on the CPU even when a GPU is present."})
+
+    def __post_init__(self) -> None:
+        if bool(self.text) == bool(self.input_file):
+            raise ConfigError("pass exactly one of --text \"...\" (one or more) or --input_file FILE")
+        if self.output_file and not self.output_file.lower().endswith((".csv", ".jsonl")):
+            raise ConfigError(f"--output_file {self.output_file}: use a .csv or .jsonl name")
+        check_positive("batch_size", self.batch_size)
+        check_positive("max_length", self.max_length)
+
+
+def read_texts(args: PredictArguments) -> List[str]:
+    if args.text:
+        return list(args.text)
+    path = Path(args.input_file)
+    if path.suffix.lower() == ".txt":
+        if not path.is_file():
+            raise UserError(f"--input_file {path}: file not found")
+        try:
+            lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        except (OSError, UnicodeDecodeError) as err:
+            raise UserError(f"--input_file {path}: unreadable ({err})") from None
+        if not lines:
+            raise UserError(f"--input_file {path}: the file is empty")
+        return lines
+    rows = read_table(str(path), "input_file")
+    if args.text_column not in rows[0]:
+        raise UserError(f"--input_file {path}: no column {args.text_column!r} (columns: {', '.join(rows[0])}); set --text_column")
+    return [str(r[args.text_column]) for r in rows]
+
+
+def load_classifier(folder: str, device: str):
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    if not Path(folder).is_dir():
+        raise UserError(f"--model {folder}: no such folder; pass OUTPUT_DIR/model of a training run")
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(folder)
+        model = AutoModelForSequenceClassification.from_pretrained(folder)
+    except (OSError, ValueError) as err:
+        raise UserError(f"--model {folder}: not a saved classifier ({str(err).splitlines()[0]})") from None
+    return tokenizer, model.to(device).eval()
+
+
+def predict(args: PredictArguments) -> List[dict]:
+    import torch
+
+    texts = read_texts(args)
+    device = "cuda" if torch.cuda.is_available() and not args.cpu else "cpu"
+    tokenizer, model = load_classifier(args.model, device)
+    rows = []
+    for start in range(0, len(texts), args.batch_size):
+        chunk = texts[start:start + args.batch_size]
+        enc = tokenizer(chunk, truncation=True, padding=True, max_length=args.max_length, return_tensors="pt").to(device)
+        with torch.no_grad():
+            probs = model(**enc).logits.float().softmax(dim=-1)  # [B, num_labels]
+        scores, ids = probs.max(dim=-1)
+        rows += [{"text": t, "label": model.config.id2label[int(i)], "score": float(s)}
+                 for t, i, s in zip(chunk, ids.tolist(), scores.tolist())]
+    return rows
+
+
+def write_predictions(rows: List[dict], output_file: Optional[str]) -> None:
+    if output_file is None:
+        for row in rows:
+            sys.stdout.write(json.dumps(row) + "\n")
+        return
+    path = Path(output_file)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.suffix.lower() == ".jsonl":
+        path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    else:
+        with path.open("w", newline="") as f:
+            writer = csv.DictWriter(f, fieldnames=["text", "label", "score"])
+            writer.writeheader()
+            writer.writerows(rows)

@@ -1,0 +1,147 @@
+"""Classifier path, pure pieces: config validation, file reading, labels, schedule sizing,
+optimizer groups, clear errors for missing packages and uncached models."""
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # tests/classifier_fixtures.py (no conftest)
+import importlib.util
+import math
+
+import pytest
+import torch
+
+from classifier_fixtures import set_offline, write_rows
+from gan_accel.classifier.config import ClassifierDataArguments, ClassifierModelArguments, ClassifierTrainArguments
+from gan_accel.classifier.data import encode_labels, label_names_from, load_hub_splits, read_table
+from gan_accel.classifier.model import build_optimizer, build_scheduler, load_tokenizer, schedule_length
+from gan_accel.errors import ConfigError, UserError
+
+
+def data_args(**kw):
+    base = {"train_file": "t.csv", "validation_file": "v.jsonl"}
+    return ClassifierDataArguments(**{**base, **kw})
+
+
+@pytest.mark.parametrize("kw, flag", [
+    ({"validation_file": None}, "--validation_file"),
+    ({"train_file": "t.parquet"}, "--train_file"),
+    ({"dataset_name": "glue"}, "--train_file"),
+    ({"max_length": 0}, "--max_length"),
+    ({"label_names": ["a"]}, "--label_names"),
+    ({"label_column": ""}, "--label_column"),
+])
+def test_data_arguments_name_the_flag(kw, flag):
+    with pytest.raises(ConfigError, match=flag):
+        data_args(**kw)
+
+
+@pytest.mark.parametrize("kw, flag", [
+    ({"optimizer": "sgd"}, "--optimizer"), ({"learning_rate": 0}, "--learning_rate"),
+    ({"warmup_ratio": 1.0}, "--warmup_ratio"), ({"batch_size": 0}, "--batch_size"),
+    ({"metric_for_best_model": "auc"}, "--metric_for_best_model"), ({"max_steps": 0}, "--max_steps"),
+    ({"local_sgd_steps": -1}, "--local_sgd_steps"), ({"num_warmup_steps": -1}, "--num_warmup_steps"),
+])
+def test_train_arguments_name_the_flag(kw, flag):
+    with pytest.raises(ConfigError, match=flag):
+        ClassifierTrainArguments(**kw)
+
+
+def test_model_default_is_the_course_model():
+    assert ClassifierModelArguments().model_name_or_path == "distilbert-base-cased"
+    assert ClassifierTrainArguments().optimizer == "adam" and ClassifierTrainArguments().warmup_ratio == 0.1
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".tsv", ".jsonl"])
+def test_read_table_formats(tmp_path, suffix):
+    rows = [{"text": "a, b\tc", "label": "x"}, {"text": "d", "label": "y"}]
+    assert read_table(str(write_rows(tmp_path / f"f{suffix}", rows))) == rows
+
+
+@pytest.mark.parametrize("content, message", [
+    ("", "empty"), ("text,label\n", "no examples"), ("{not json\n", "line 1 is not JSON"),
+])
+def test_read_table_clear_errors(tmp_path, content, message):
+    path = tmp_path / ("f.jsonl" if "{" in content else "f.csv")
+    path.write_text(content)
+    with pytest.raises(UserError, match=message):
+        read_table(str(path), "train_file")
+    with pytest.raises(UserError, match="not found"):
+        read_table(str(tmp_path / "missing.csv"))
+
+
+def test_read_table_unreadable_bytes(tmp_path):
+    path = tmp_path / "f.csv"
+    path.write_bytes(b"text,label\n\xff\xfe\x00bad,1\n")
+    with pytest.raises(UserError, match="unreadable"):
+        read_table(str(path), "train_file")
+
+
+def test_label_names_sorted_numerically_when_integers_and_json_ints_match_csv_strings():
+    assert label_names_from(["10", "2", 1, "1"]) == ["1", "2", "10"]
+    assert label_names_from(["pos", "neg", "neg"]) == ["neg", "pos"]
+    label2id = {"1": 0, "2": 1, "10": 2}
+    assert encode_labels([{"l": 10}, {"l": "2"}, {"l": 1.0}], "l", label2id, "src") == [2, 1, 0]
+    with pytest.raises(UserError, match=r"example 2 has label '3', not among the training labels"):
+        encode_labels([{"l": 1}, {"l": 3}], "l", label2id, "--validation_file v.csv")
+
+
+@pytest.mark.parametrize("batches, procs, accum, epochs, updates_per_epoch", [
+    (30, 1, 1, 3, 30), (30, 2, 1, 3, 15), (31, 2, 1, 1, 16), (30, 2, 2, 2, 8), (29, 1, 4, 1, 8),
+])
+def test_schedule_length_counts_updates_of_one_process(batches, procs, accum, epochs, updates_per_epoch):
+    length = schedule_length(batches, procs, ClassifierTrainArguments(num_train_epochs=epochs), accum)
+    assert length.updates_per_epoch == updates_per_epoch
+    assert length.total_updates == updates_per_epoch * epochs
+    # Accelerate steps the prepared scheduler num_processes times per update.
+    assert length.total_ticks == length.total_updates * procs
+    assert length.total_ticks >= math.ceil(batches / accum) * epochs  # the unsharded single-process count
+    assert length.warmup_updates == math.ceil(0.1 * length.total_updates)
+
+
+def test_schedule_max_steps_and_explicit_warmup():
+    length = schedule_length(100, 1, ClassifierTrainArguments(max_steps=40, num_warmup_steps=5), 1)
+    assert (length.total_updates, length.warmup_updates) == (40, 5)
+    with pytest.raises(UserError, match="--num_warmup_steps"):
+        schedule_length(100, 1, ClassifierTrainArguments(max_steps=4, num_warmup_steps=5), 1)
+
+
+def test_linear_schedule_reaches_zero_exactly_at_the_last_update():
+    p = torch.nn.Parameter(torch.zeros(1))
+    opt = torch.optim.Adam([p], lr=1.0)
+    length = schedule_length(10, 1, ClassifierTrainArguments(num_train_epochs=2, learning_rate=1.0), 1)
+    sched = build_scheduler(opt, length)
+    lrs = []
+    for _ in range(length.total_ticks):
+        opt.step(), sched.step()
+        lrs.append(sched.get_last_lr()[0])
+    assert lrs[length.warmup_ticks - 1] == pytest.approx(1.0)
+    assert lrs[-1] == 0.0 and lrs[-2] > 0.0
+
+
+@pytest.mark.parametrize("name, cls", [("adam", torch.optim.Adam), ("adamw", torch.optim.AdamW), ("adafactor", None)])
+def test_optimizer_no_decay_on_bias_and_layernorm(name, cls):
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.LayerNorm(4))
+    opt = build_optimizer(model, ClassifierTrainArguments(optimizer=name, weight_decay=0.01))
+    if cls is not None:
+        assert type(opt) is cls
+    decay, no_decay = opt.param_groups
+    assert decay["weight_decay"] == 0.01 and no_decay["weight_decay"] == 0.0
+    assert [p.shape for p in decay["params"]] == [torch.Size([4, 4])]
+    assert len(no_decay["params"]) == 3  # Linear bias, LayerNorm weight and bias
+
+
+@pytest.mark.skipif(importlib.util.find_spec("datasets") is not None, reason="datasets is installed")
+def test_dataset_name_without_datasets_package_says_how_to_install():
+    with pytest.raises(UserError, match=r"pip install 'gan_accel\[hub\]'"):
+        load_hub_splits("glue", "sst2")
+
+
+def test_uncached_hub_name_offline_says_how_to_use_a_local_folder(monkeypatch):
+    import huggingface_hub.constants
+
+    set_offline()
+    # huggingface_hub reads HF_HUB_OFFLINE at import time, maybe before this module set it.
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
+    with pytest.raises(UserError, match="local folder written by save_pretrained") as err:
+        load_tokenizer(ClassifierModelArguments(model_name_or_path="gan-accel-tests/never-cached-model"))
+    assert "\n" not in str(err.value)
