@@ -114,3 +114,17 @@ def train_in_process(argv: list, on_update=None) -> Path:
 
 def read_jsonl(path: Path) -> list:
     return [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
+
+
+def single_thread():
+    """Generator for a module-scoped autouse fixture: one intra-op thread while the module runs.
+
+    The tiny model's ops are far too small to split; on a shared 2-core machine two spinning
+    threads per process made training 5-10x slower than one.
+    """
+    import torch
+
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(previous)

@@ -131,14 +131,24 @@ class EncodedDataset(Dataset):
 
 
 @dataclass
+class LabelledRows:
+    """Both splits read and checked, labels as class ids; not yet tokenised."""
+
+    rows: Dict[str, List[dict]]
+    labels: Dict[str, List[int]]
+    label_names: List[str]
+
+
+@dataclass
 class ClassificationData:
     train: EncodedDataset
     validation: EncodedDataset
     label_names: List[str]
 
 
-def load_classification_data(args: ClassifierDataArguments, tokenizer) -> ClassificationData:
-    """Read, check and tokenise both splits. Call under ``accelerator.main_process_first()``."""
+def read_labelled_rows(args: ClassifierDataArguments) -> LabelledRows:
+    """Read both splits, check their columns and map labels to ids. Cheap and done before the run
+    folder is touched, so a bad file fails fast and leaves nothing behind."""
     hub_names = None
     if args.dataset_name:
         splits = load_hub_splits(args.dataset_name, args.dataset_config)
@@ -158,11 +168,14 @@ def load_classification_data(args: ClassifierDataArguments, tokenizer) -> Classi
     label2id = {name: i for i, name in enumerate(names)}
     if hub_names and not args.label_names:
         label2id.update({str(i): i for i in range(len(names))})  # Hub ClassLabel columns hold ids
-    encoded = {}
-    for split, rows in splits.items():
-        labels = encode_labels(rows, args.label_column, label2id, sources[split])
-        encoded[split] = EncodedDataset(tokenize(rows, args, tokenizer), labels)
-    return ClassificationData(encoded["train"], encoded["validation"], list(names))
+    labels = {split: encode_labels(rows, args.label_column, label2id, sources[split]) for split, rows in splits.items()}
+    return LabelledRows(splits, labels, list(names))
+
+
+def encode_data(raw: LabelledRows, args: ClassifierDataArguments, tokenizer) -> ClassificationData:
+    """Tokenise both splits. Call under ``accelerator.main_process_first()``."""
+    encoded = {split: EncodedDataset(tokenize(rows, args, tokenizer), raw.labels[split]) for split, rows in raw.rows.items()}
+    return ClassificationData(encoded["train"], encoded["validation"], raw.label_names)
 
 
 def tokenize(rows: List[dict], args: ClassifierDataArguments, tokenizer) -> Dict[str, List[List[int]]]:

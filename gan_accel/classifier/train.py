@@ -21,7 +21,7 @@ from ..config import RunArguments, config_to_dict
 from ..loop.guard import grads_finite
 from ..loop.run import TrainingRun
 from .config import ClassifierDataArguments, ClassifierModelArguments, ClassifierTrainArguments
-from .data import ClassificationData, build_dataloaders, load_classification_data
+from .data import ClassificationData, LabelledRows, build_dataloaders, encode_data, read_labelled_rows
 from .evaluate import BestModelKeeper, evaluate
 from .model import ScheduleLength, build_optimizer, build_scheduler, load_model, load_tokenizer, schedule_length
 
@@ -43,15 +43,14 @@ class Parts:
     length: ScheduleLength
 
 
-def build_parts(run: TrainingRun, data_args: ClassifierDataArguments, model_args: ClassifierModelArguments,
-                train_args: ClassifierTrainArguments) -> Parts:
+def build_parts(run: TrainingRun, raw: LabelledRows, tokenizer, data_args: ClassifierDataArguments,
+                model_args: ClassifierModelArguments, train_args: ClassifierTrainArguments) -> Parts:
     from accelerate.utils import set_seed
 
     acc = run.accelerator
     set_seed(run.args.seed)  # the new classification head is drawn from this
-    tokenizer = load_tokenizer(model_args)
     with acc.main_process_first():
-        data = load_classification_data(data_args, tokenizer)
+        data = encode_data(raw, data_args, tokenizer)
     model = load_model(model_args, data.label_names)
     run.print(f"labels: {data.label_names}  train: {len(data.train)}  validation: {len(data.validation)}")
     run.print(f"model.config: {model.config}")
@@ -199,8 +198,11 @@ def train_classifier(data_args: ClassifierDataArguments, model_args: ClassifierM
                      on_update: Optional[OnUpdate] = None) -> Path:
     """Fine-tune and export; returns the run folder. ``on_update(state)`` is called after every
     optimizer update (tests use it to interrupt a run at an exact step)."""
+    # Files and tokenizer first: a bad file or model name fails before the run folder is touched.
+    raw = read_labelled_rows(data_args)
+    tokenizer = load_tokenizer(model_args)
     run = TrainingRun(run_args, config_to_dict(data_args, model_args, train_args, run_args), project="classifier")
-    parts = build_parts(run, data_args, model_args, train_args)
+    parts = build_parts(run, raw, tokenizer, data_args, model_args, train_args)
     run.resume()
     loop = ClassifierLoop(run, parts, train_args, on_update)
     finished = loop.run_loop()
