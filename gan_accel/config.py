@@ -118,6 +118,7 @@ def parse_config(types: Tuple[Type, ...], argv: Optional[Sequence[str]], descrip
     known, _ = pre.parse_known_args(argv)
 
     parser = HfArgumentParser(types, description=description)
+    parser.error = _one_line_error  # argparse would print the whole usage block before the error
     parser.add_argument("--config", default=None, help="YAML or JSON file of flag values (flags on the command line override it).")
     if known.config:
         values = load_config_file(known.config)
@@ -137,6 +138,10 @@ def parse_config(types: Tuple[Type, ...], argv: Optional[Sequence[str]], descrip
             raise
         raise UserError(f"invalid configuration: {err}") from None
     return tuple(parsed[: len(types)])
+
+
+def _one_line_error(message: str):
+    raise UserError(f"{message}; run with --help for the valid flags")
 
 
 def config_to_dict(*configs: Any) -> dict:

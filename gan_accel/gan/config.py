@@ -7,7 +7,8 @@ from typing import Optional
 from ..config import check_choice, check_positive, choice
 from ..data import DATASETS
 from ..errors import ConfigError
-from ..models import ARCHS, D_NORMS, supported_sizes
+from ..models import ARCHS, D_NORMS, G_NORMS, supported_sizes
+from .augment import parse_policy
 from .losses import LOSSES
 
 SCHEDULERS = ("constant", "linear", "cosine")
@@ -34,12 +35,14 @@ class GANModelArguments:
     z_dim: int = field(default=100, metadata={"help": "Noise dimension."})
     g_channels: int = field(default=64, metadata={"help": "Width of G's last hidden layer (doubles towards the input)."})
     d_channels: int = field(default=64, metadata={"help": "Width of D's first layer (doubles with depth)."})
-    d_norm: str = choice("batch", D_NORMS, "Normalisation in D ('none' is needed for exact DDP equivalence).")
+    d_norm: str = choice("batch", D_NORMS, "Normalisation in D ('none' or 'spectral' for exact DDP equivalence).")
+    g_norm: str = choice("batch", G_NORMS, "Normalisation in G ('none' for exact DDP equivalence).")
     conditional: bool = field(default=False, metadata={"help": "Class-conditional G and projection D (needs labelled data)."})
 
     def __post_init__(self) -> None:
         check_choice("arch", self.arch, tuple(ARCHS))
         check_choice("d_norm", self.d_norm, D_NORMS)
+        check_choice("g_norm", self.g_norm, G_NORMS)
         for name in ("z_dim", "g_channels", "d_channels"):
             check_positive(name, getattr(self, name))
 
@@ -53,6 +56,9 @@ class GANModelArguments:
 class GANTrainArguments:
     loss: str = choice("nonsaturating", LOSSES, "GAN objective.")
     gp_weight: float = field(default=10.0, metadata={"help": "WGAN-GP penalty weight (used with --loss wgan_gp)."})
+    r1_gamma: float = field(default=0.0, metadata={"help": "R1 penalty weight gamma on real images (0: off); any loss, alongside WGAN-GP's."})
+    r1_interval: int = field(default=16, metadata={"help": "Lazy R1: apply it on every k-th D update only, weighted by gamma/2 * k (StyleGAN2)."})
+    diffaugment: str = field(default="", metadata={"help": "DiffAugment policy for every D input (real and fake, D and G steps): a comma-separated subset of translation,cutout,color ('' off)."})
     d_steps_per_g_step: int = field(default=1, metadata={"help": "D updates per G update (n_critic)."})
     batch_size: int = field(default=64, metadata={"help": "Images per process per micro-batch."})
     max_steps: int = field(default=2000, metadata={"help": "G optimizer updates to train for."})
@@ -70,14 +76,18 @@ class GANTrainArguments:
     def __post_init__(self) -> None:
         check_choice("loss", self.loss, LOSSES)
         check_choice("lr_scheduler", self.lr_scheduler, SCHEDULERS)
-        for name in ("batch_size", "max_steps", "lr_g", "lr_d", "d_steps_per_g_step", "num_sample_images"):
+        for name in ("batch_size", "max_steps", "lr_g", "lr_d", "d_steps_per_g_step", "num_sample_images", "r1_interval"):
             check_positive(name, getattr(self, name))
-        for name in ("gp_weight", "warmup_steps", "ema_start", "sample_every"):
+        for name in ("gp_weight", "r1_gamma", "warmup_steps", "ema_start", "sample_every"):
             check_positive(name, getattr(self, name), allow_zero=True)
         for name in ("adam_beta1", "adam_beta2", "ema_decay"):
             value = getattr(self, name)
             if not 0.0 <= value < 1.0:
                 raise ConfigError(f"--{name} must be in [0, 1); got {value}")
+        try:
+            parse_policy(self.diffaugment)
+        except ValueError as err:
+            raise ConfigError(f"--diffaugment {self.diffaugment!r}: {err}") from None
         if self.warmup_steps >= self.max_steps:
             raise ConfigError(f"--warmup_steps ({self.warmup_steps}) must be smaller than --max_steps ({self.max_steps})")
 

@@ -19,9 +19,10 @@ from ..loop import TrainingRun
 from ..loop.guard import NonFiniteError, all_finite
 from ..models import build_models, save_generator
 from ..sampling import fixed_noise, grid_labels, save_grid
+from .augment import make_augment, parse_policy
 from .config import GANDataArguments, GANModelArguments, GANTrainArguments
 from .ema import EMA, recalibrate_batchnorm
-from .noise import GP_ALPHA, NOISE, StepNoise
+from .noise import AUGMENT, GP_ALPHA, NOISE, StepNoise
 from .step import apply_update, d_step, g_step
 
 
@@ -55,7 +56,7 @@ def build_parts(run: TrainingRun, data: ImageData, model_args: GANModelArguments
     acc = run.accelerator
     num_classes = data.num_classes if model_args.conditional else 0
     G, D = build_models(model_args.arch, z_dim=model_args.z_dim, channels=data.channels, image_size=data.images.shape[-1],
-                        g_channels=model_args.g_channels, d_channels=model_args.d_channels, d_norm=model_args.d_norm,
+                        g_channels=model_args.g_channels, d_channels=model_args.d_channels, d_norm=model_args.d_norm, g_norm=model_args.g_norm,
                         num_classes=num_classes)
     betas = (train.adam_beta1, train.adam_beta2)
     opt_G = torch.optim.Adam(G.parameters(), lr=train.lr_g, betas=betas)
@@ -105,18 +106,28 @@ class GANTrainer:
         real = to_float_images(p.images[idx])
         labels = p.labels[idx] if self.num_classes else None
         z = p.noise.normal(state.micro_step, NOISE, self.model_args.z_dim)
+        # Phases are decided per D update WINDOW (state.d_updates only moves on a sync step), so
+        # every micro-step of an accumulated update agrees, and a resumed run agrees too.
         g_phase = state.d_updates % t.d_steps_per_g_step == t.d_steps_per_g_step - 1
+        # Lazy R1 (StyleGAN2): on every k-th D update only, weighted by k to keep its strength.
+        r1_phase = t.r1_gamma > 0 and state.d_updates % t.r1_interval == 0
+        r1_weight = t.r1_gamma / 2 * t.r1_interval if r1_phase else 0.0
+        # DiffAugment: re-seeded per call, so real, fake and the penalties' inputs of this step
+        # get the same transforms; seeded by the micro-step, so resume draws the same ones.
+        step = state.micro_step
+        augment = make_augment(parse_policy(t.diffaugment), lambda: p.noise.generator_for(step, AUGMENT))
         check = acc.mixed_precision != "fp16"  # fp16: the scaler finds and skips inf/NaN itself
         with acc.accumulate(p.G, p.D):
             # One G forward serves both phases; it keeps a graph only when G trains on it.
             with torch.set_grad_enabled(g_phase):
                 fake = p.G(z, labels)
             alpha = p.noise.uniform(state.micro_step, GP_ALPHA, 1, 1, 1) if t.loss == "wgan_gp" else None
-            metrics = d_step(acc, p.D, real, fake, labels, t.loss, t.gp_weight if t.loss == "wgan_gp" else 0.0, alpha)
+            metrics = d_step(acc, p.D, real, fake, labels, t.loss, t.gp_weight if t.loss == "wgan_gp" else 0.0, alpha,
+                             r1_weight=r1_weight, augment=augment)
             d_ok = apply_update(acc, p.opt_D, p.sched_D, p.D, check)
             g_ok = None
             if g_phase:
-                metrics.update(g_step(acc, p.D, fake, labels, t.loss))
+                metrics.update(g_step(acc, p.D, fake, labels, t.loss, augment=augment))
                 g_ok = apply_update(acc, p.opt_G, p.sched_G, p.G, check)
         state.micro_step += 1
         state.epoch_start += t.batch_size * acc.num_processes

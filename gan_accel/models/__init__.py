@@ -9,9 +9,11 @@ import torch.nn as nn
 
 from ..errors import UserError
 from .dcgan import DCGAN_SIZES, DCGANDiscriminator, DCGANGenerator
-from .layers import D_NORMS
+from .layers import D_NORMS, G_NORMS
+from .resnet import RESNET_SIZES, ResNetDiscriminator, ResNetGenerator
 
-ARCHS = {"dcgan": (DCGANGenerator, DCGANDiscriminator, DCGAN_SIZES)}
+ARCHS = {"dcgan": (DCGANGenerator, DCGANDiscriminator, DCGAN_SIZES),
+         "resnet": (ResNetGenerator, ResNetDiscriminator, RESNET_SIZES)}
 
 
 def supported_sizes(arch: str) -> tuple:
@@ -19,9 +21,10 @@ def supported_sizes(arch: str) -> tuple:
 
 
 def build_models(arch: str, *, z_dim: int, channels: int, image_size: int, g_channels: int, d_channels: int,
-                 d_norm: str, num_classes: int = 0) -> Tuple[nn.Module, nn.Module]:
+                 d_norm: str, num_classes: int = 0, g_norm: str = "batch") -> Tuple[nn.Module, nn.Module]:
     G_cls, D_cls, _ = ARCHS[arch]
-    G = G_cls(z_dim=z_dim, channels=channels, image_size=image_size, g_channels=g_channels, num_classes=num_classes)
+    G = G_cls(z_dim=z_dim, channels=channels, image_size=image_size, g_channels=g_channels, num_classes=num_classes,
+              g_norm=g_norm)
     D = D_cls(channels=channels, image_size=image_size, d_channels=d_channels, d_norm=d_norm, num_classes=num_classes)
     return G, D
 
@@ -50,4 +53,4 @@ def load_generator(path) -> nn.Module:
     return G.eval().requires_grad_(False)
 
 
-__all__ = ["ARCHS", "D_NORMS", "build_models", "load_generator", "save_generator", "supported_sizes"]
+__all__ = ["ARCHS", "D_NORMS", "G_NORMS", "build_models", "load_generator", "save_generator", "supported_sizes"]

@@ -12,7 +12,7 @@ import torch
 import torch.nn as nn
 from huggingface_hub import PyTorchModelHubMixin
 
-from .layers import ProjectionHead, conditional_input, d_norm_layer, maybe_spectral
+from .layers import ProjectionHead, conditional_input, d_norm_layer, g_norm_layer, maybe_spectral
 
 DCGAN_SIZES = (16, 32, 64, 128)
 
@@ -38,7 +38,7 @@ class DCGANGenerator(nn.Module, PyTorchModelHubMixin):
     arch = "dcgan"
 
     def __init__(self, z_dim: int = 128, channels: int = 1, image_size: int = 32, g_channels: int = 64,
-                 num_classes: int = 0) -> None:
+                 num_classes: int = 0, g_norm: str = "batch") -> None:
         super().__init__()
         self.z_dim, self.channels, self.image_size, self.num_classes = z_dim, channels, image_size, num_classes
         n_up = _num_up(image_size)
@@ -46,9 +46,12 @@ class DCGANGenerator(nn.Module, PyTorchModelHubMixin):
         # Conditional: a learned class embedding concatenated to z (the input of the first layer).
         self.embed = nn.Embedding(num_classes, z_dim) if num_classes else None
         in_dim = z_dim * 2 if num_classes else z_dim
-        layers = [nn.ConvTranspose2d(in_dim, width, 4, 1, 0, bias=False), nn.BatchNorm2d(width), nn.ReLU(True)]
+        # g_norm="none": per-rank BatchNorm statistics are the one thing that makes a DDP run differ
+        # from one process on the same global batch (Accelerate notes #7).
+        bn = g_norm == "batch"
+        layers = [nn.ConvTranspose2d(in_dim, width, 4, 1, 0, bias=not bn), *g_norm_layer(g_norm, width), nn.ReLU(True)]
         for _ in range(n_up - 1):
-            layers += [nn.ConvTranspose2d(width, width // 2, 4, 2, 1, bias=False), nn.BatchNorm2d(width // 2), nn.ReLU(True)]
+            layers += [nn.ConvTranspose2d(width, width // 2, 4, 2, 1, bias=not bn), *g_norm_layer(g_norm, width // 2), nn.ReLU(True)]
             width //= 2
         layers += [nn.ConvTranspose2d(width, channels, 4, 2, 1), nn.Tanh()]
         self.net = nn.Sequential(*layers)

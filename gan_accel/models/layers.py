@@ -8,6 +8,7 @@ import torch.nn as nn
 from torch.nn.utils.parametrizations import spectral_norm
 
 D_NORMS = ("batch", "none", "spectral")
+G_NORMS = ("batch", "none")
 
 
 def maybe_spectral(layer: nn.Module, d_norm: str) -> nn.Module:
@@ -16,6 +17,10 @@ def maybe_spectral(layer: nn.Module, d_norm: str) -> nn.Module:
 
 def d_norm_layer(d_norm: str, channels: int) -> List[nn.Module]:
     return [nn.BatchNorm2d(channels)] if d_norm == "batch" else []
+
+
+def g_norm_layer(g_norm: str, channels: int) -> List[nn.Module]:
+    return [nn.BatchNorm2d(channels)] if g_norm == "batch" else []
 
 
 def conditional_input(z: torch.Tensor, labels: Optional[torch.Tensor], embed: Optional[nn.Embedding]) -> torch.Tensor:
