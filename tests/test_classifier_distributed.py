@@ -1,0 +1,61 @@
+"""Two processes on CPU (gloo, forked like ``accelerate.debug_launcher`` but on a free port so it
+can run beside other jobs): the evaluated sample count equals the validation size although 101
+does not split over 2 processes, and the LR schedule, sized for Accelerate's num_processes
+scheduler ticks per update, ends at exactly zero at the last update (not before)."""
+import json
+import socket
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # tests/classifier_fixtures.py (no conftest)
+from classifier_fixtures import make_corpus, make_tiny, read_jsonl, single_thread, train_argv, train_in_process  # noqa: E402
+
+one_thread = pytest.fixture(scope="module", autouse=True)(single_thread)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def launch_on_two_cpu_processes(fn, *args) -> None:
+    """``accelerate.debug_launcher(fn, num_processes=2)`` with a free port instead of 29500."""
+    from accelerate.utils import PrepareForLaunch, patch_environment
+    from torch.multiprocessing import start_processes
+
+    with tempfile.NamedTemporaryFile() as rdv, patch_environment(
+        world_size=2, master_addr="127.0.0.1", master_port=str(free_port()), accelerate_mixed_precision="no",
+        accelerate_debug_rdv_file=rdv.name, accelerate_use_cpu="yes", gloo_socket_ifname="lo",
+    ):
+        start_processes(PrepareForLaunch(fn, debug=True), args=args, nprocs=2, start_method="fork")
+
+
+def _train(argv):
+    train_in_process(argv)
+
+
+def test_two_processes_eval_count_and_schedule_end(tmp_path):
+    corpus = make_corpus(tmp_path / "data")  # 480 train (30 batches of 16), 101 validation
+    tiny = make_tiny(tmp_path / "tiny", corpus["train"])
+    out = tmp_path / "out"
+    argv = train_argv(corpus, tiny, out, "--num_train_epochs", "1", "--gradient_accumulation_steps", "2",
+                      "--log_every", "1", "--eval_batch_size", "8")
+    launch_on_two_cpu_processes(_train, argv)
+
+    results = json.loads((out / "eval_results.json").read_text())
+    assert results["final"]["eval/samples"] == 101  # not 102: duplicates of the padded last batch dropped
+    # 30 batches -> 15 per process -> 8 updates (the last one a single micro-batch); the scheduler
+    # ticks twice per update: 16 ticks, so the LR is zero exactly after update 8.
+    lrs = {r["step"]: r["lr"] for r in read_jsonl(out / "metrics.jsonl") if "lr" in r}
+    assert sorted(lrs) == list(range(1, 9))
+    assert lrs[8] == 0.0 and lrs[7] > 0.0 and results["final_lr"] == 0.0
+    # Warm-up: ceil(0.1 x 8) = 1 update = 2 ticks, so the peak is reached after update 1, then decays.
+    assert lrs[1] == pytest.approx(1e-3) and all(lrs[s] > lrs[s + 1] for s in range(1, 8))
+    state = json.loads((out / "checkpoints" / "step_00000008" / "trainer_state.json").read_text())
+    assert state["num_processes"] == 2
+    assert sorted(p.name for p in (out / "checkpoints" / "step_00000008").glob("random_states_*")) == [
+        "random_states_0.pkl", "random_states_1.pkl"]
