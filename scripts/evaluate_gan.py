@@ -1,0 +1,81 @@
+"""Evaluate an exported generator: FID/KID, class coverage and the real-data floor.
+
+    python scripts/evaluate_gan.py --generator runs/digits/generator --dataset digits --num_images 1000
+
+Prints a summary and writes OUTPUT_DIR/eval_results.json (OUTPUT_DIR defaults to the generator
+folder). The domain classifier and the real reference statistics are cached under --cache_dir.
+"""
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Optional, Sequence
+
+from gan_accel.config import check_choice, check_positive, choice, parse_config
+from gan_accel.data import DATASETS, load_image_data
+from gan_accel.errors import ConfigError, cli_entry
+from gan_accel.metrics import FEATURE_EXTRACTORS, GANEvaluator, format_result
+
+
+@dataclass
+class EvalArguments:
+    """Settings of one evaluation."""
+
+    generator: str = field(metadata={"help": "Exported generator folder (OUTPUT_DIR/generator of a training run)."})
+    dataset: str = choice("digits", DATASETS, "Real dataset the generator is compared with.")
+    data_dir: Optional[str] = field(default=None, metadata={"help": "Where the dataset lives (folder, mnist, fashion_mnist, cifar10)."})
+    num_images: int = field(default=1000, metadata={"help": "Generated images to evaluate (also caps the floor's sample size)."})
+    feature_extractor: str = choice("domain", FEATURE_EXTRACTORS, "Feature space of FID/KID: a classifier trained on the real data, or Inception-v3 (local weights).")
+    output_dir: Optional[str] = field(default=None, metadata={"help": "Folder for eval_results.json (default: the generator folder)."})
+    image_size: int = field(default=32, metadata={"help": "Image side the generator was trained at."})
+    channels: int = field(default=1, metadata={"help": "Image channels the generator makes (1 or 3)."})
+    seed: int = field(default=0, metadata={"help": "Seed of the latent codes and of KID's subsets."})
+    batch_size: int = field(default=250, metadata={"help": "Images per forward pass."})
+    cache_dir: Optional[str] = field(default=None, metadata={"help": "Cache of classifiers and reference statistics (default $GAN_ACCEL_CACHE or ~/.cache/gan_accel)."})
+    inception_weights: Optional[str] = field(default=None, metadata={"help": "Inception-v3 FID weights file (weights-inception-2015-12-05-6726825d.pth)."})
+    min_classifier_accuracy: float = field(default=0.9, metadata={"help": "Held-out accuracy the domain classifier must reach to be used."})
+    device: str = field(default="cpu", metadata={"help": "Device for the generator and the features (cpu, cuda, cuda:1)."})
+    debug: bool = field(default=False, metadata={"help": "Show full tracebacks instead of one-line errors."})
+
+    def __post_init__(self) -> None:
+        if not self.generator:
+            raise ConfigError("--generator must be an exported generator folder")
+        check_choice("dataset", self.dataset, DATASETS)
+        check_choice("feature_extractor", self.feature_extractor, FEATURE_EXTRACTORS)
+        if self.num_images < 2:
+            raise ConfigError(f"--num_images must be >= 2; got {self.num_images}")
+        check_positive("image_size", self.image_size)
+        check_positive("batch_size", self.batch_size)
+        if self.channels not in (1, 3):
+            raise ConfigError(f"--channels must be 1 or 3; got {self.channels}")
+        if not 0.0 <= self.min_classifier_accuracy <= 1.0:
+            raise ConfigError(f"--min_classifier_accuracy must be in [0, 1]; got {self.min_classifier_accuracy}")
+
+
+@cli_entry
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    (args,) = parse_config((EvalArguments,), argv, description=__doc__)
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    from gan_accel.models import load_generator  # imported here: evaluation does not need the training stack loaded early
+
+    real = load_image_data(args.dataset, args.data_dir, args.image_size, args.channels)
+    G = load_generator(args.generator).to(args.device)
+    evaluator = GANEvaluator(
+        real, feature_extractor=args.feature_extractor, num_images=args.num_images, cache_dir=args.cache_dir,
+        device=args.device, seed=args.seed, batch_size=args.batch_size, inception_weights=args.inception_weights,
+        min_classifier_accuracy=args.min_classifier_accuracy,
+    )
+    result = evaluator.evaluate_full(G)
+    print(format_result(result))
+    out_dir = Path(args.output_dir or args.generator)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / "eval_results.json"
+    path.write_text(json.dumps({**asdict(result), "config": asdict(args)}, indent=2) + "\n")
+    print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,180 @@
+"""GANEvaluator end to end on digits: the domain classifier, its cache, coverage, the floor, the
+Inception error path and scripts/evaluate_gan.py."""
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+import torch.nn as nn
+
+import gan_accel.metrics.domain as domain
+from gan_accel.data import load_image_data, to_float_images
+from gan_accel.errors import UserError
+from gan_accel.metrics import GANEvaluator
+
+NUM_IMAGES = 300
+
+
+@pytest.fixture(scope="module")
+def digits():
+    return load_image_data("digits", image_size=32, channels=1)
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory):
+    return tmp_path_factory.mktemp("eval_cache")
+
+
+@pytest.fixture(scope="module")
+def evaluator(digits, cache):
+    # Default classifier settings: the accuracy asserted below is the one the library states.
+    return GANEvaluator(digits, num_images=NUM_IMAGES, cache_dir=str(cache), seed=0)
+
+
+class RealImagesG(nn.Module):
+    """A 'generator' that returns real digits (of one class if ``only_class`` is set)."""
+
+    z_dim, num_classes = 4, 0
+
+    def __init__(self, data, only_class=None):
+        super().__init__()
+        keep = torch.arange(len(data)) if only_class is None else (data.labels == only_class).nonzero().flatten()
+        self.images = to_float_images(data.images[keep])
+
+    def forward(self, z, labels=None):
+        idx = (z[:, 0].abs() * 1e4).long() % len(self.images)
+        return self.images[idx]
+
+
+class ConditionalRealG(nn.Module):
+    """Conditional 'generator': a real image of the requested class."""
+
+    z_dim, num_classes = 4, 10
+
+    def __init__(self, data):
+        super().__init__()
+        self.by_class = [to_float_images(data.images[data.labels == c]) for c in range(10)]
+
+    def forward(self, z, labels=None):
+        return torch.stack([self.by_class[int(c)][i % len(self.by_class[int(c)])] for i, c in enumerate(labels)])
+
+
+class NoiseG(nn.Module):
+    z_dim, num_classes = 4, 0
+
+    def forward(self, z, labels=None):
+        return torch.rand(z.shape[0], 1, 32, 32) * 2 - 1
+
+
+def test_domain_classifier_reaches_its_stated_accuracy(evaluator):
+    assert evaluator.domain.accuracy >= 0.9
+    assert list((evaluator.cache_dir / "domain").glob("digits-32px-1ch-*.pt"))
+
+
+def test_real_images_score_near_the_floor_and_noise_far_above(evaluator, digits):
+    real_like = evaluator.evaluate(RealImagesG(digits))
+    noise = evaluator.evaluate(NoiseG())
+    assert real_like["eval/fid"] < 3 * real_like["eval/fid_floor"] + 1.0
+    assert noise["eval/fid"] > 50 * real_like["eval/fid"]
+    assert noise["eval/kid_mean"] > 50 * max(real_like["eval/kid_mean"], 1e-4)
+    assert real_like["eval/classes_covered"] == 10 and real_like["eval/coverage_kl"] < 0.05
+    assert real_like["eval/num_generated"] == NUM_IMAGES
+    assert 2 <= real_like["eval/num_floor"] <= NUM_IMAGES
+    expected = {"eval/fid", "eval/kid_mean", "eval/kid_std", "eval/fid_floor", "eval/kid_floor_mean",
+                "eval/classes_covered", "eval/coverage_kl", "eval/classifier_accuracy"}
+    assert expected <= set(real_like) and all(isinstance(v, float) for v in real_like.values())
+
+
+def test_collapsed_generator_covers_one_class(evaluator, digits):
+    # Zeros: the class the classifier confuses least, so misclassified samples stay under the
+    # coverage threshold (1% here) and only the class itself counts.
+    full = evaluator.evaluate_full(RealImagesG(digits, only_class=0))
+    assert full.class_histogram[0] > 0.95
+    out = full.flat()
+    assert out["eval/classes_covered"] == 1
+    assert out["eval/coverage_kl"] > 1.0
+
+
+def test_conditional_generator_accuracy(evaluator, digits):
+    out = evaluator.evaluate_full(ConditionalRealG(digits))
+    assert out.conditional_accuracy is not None and out.conditional_accuracy > 0.9
+
+
+def test_evaluate_is_repeatable_and_leaves_rng_and_mode_alone(evaluator):
+    G = NoiseG().train()
+    torch.manual_seed(1)
+    state = torch.get_rng_state()
+    first = evaluator.evaluate(G)
+    assert torch.equal(torch.get_rng_state(), state)
+    assert G.training
+    assert evaluator.evaluate(G) == first
+
+
+def test_second_construction_uses_the_cache(evaluator, digits, cache, monkeypatch, tmp_path):
+    def no_training(*args, **kwargs):
+        raise AssertionError("the domain classifier was retrained despite the cache")
+
+    monkeypatch.setattr(domain, "train_domain_classifier", no_training)
+    again = GANEvaluator(digits, num_images=NUM_IMAGES, cache_dir=str(cache), seed=0)
+    assert again.domain.accuracy == evaluator.domain.accuracy
+    assert again.floor == evaluator.floor
+    # The patch point is the one used: an empty cache does call it.
+    with pytest.raises(AssertionError, match="retrained"):
+        GANEvaluator(digits, num_images=NUM_IMAGES, cache_dir=str(tmp_path), seed=0)
+
+
+def test_refuses_a_classifier_below_the_threshold(digits, cache, evaluator):
+    with pytest.raises(UserError, match="held-out accuracy"):
+        GANEvaluator(digits, num_images=NUM_IMAGES, cache_dir=str(cache), min_classifier_accuracy=0.9999)
+
+
+def test_domain_needs_labels(digits, tmp_path):
+    unlabelled = type(digits)(digits.images, None, [], name="unlabelled")
+    with pytest.raises(UserError, match="labelled"):
+        GANEvaluator(unlabelled, cache_dir=str(tmp_path))
+
+
+@pytest.mark.skipif(importlib.util.find_spec("torch_fidelity") is not None, reason="checks the missing-package path")
+def test_inception_without_weights_is_a_clear_user_error(digits, tmp_path, monkeypatch):
+    monkeypatch.setattr(torch.hub, "get_dir", lambda: str(tmp_path / "hub"))
+    with pytest.raises(UserError, match="--inception_weights") as err:
+        GANEvaluator(digits, feature_extractor="inception", cache_dir=str(tmp_path))
+    assert "\n" not in str(err.value) and "torch-fidelity" in str(err.value)
+    with pytest.raises(UserError, match="file not found"):
+        GANEvaluator(digits, feature_extractor="inception", cache_dir=str(tmp_path), inception_weights=str(tmp_path / "x.pth"))
+
+
+def _load_script():
+    spec = importlib.util.spec_from_file_location("evaluate_gan", Path(__file__).parents[1] / "scripts" / "evaluate_gan.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module   # dataclasses look their module up in sys.modules
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_evaluate_gan_script_end_to_end(tmp_path, cache, evaluator, capsys):
+    from gan_accel.models import build_models, save_generator
+
+    G, _ = build_models("dcgan", z_dim=16, channels=1, image_size=32, g_channels=8, d_channels=8, d_norm="batch")
+    save_generator(G, tmp_path / "generator")
+    script = _load_script()
+    rc = script.main(["--generator", str(tmp_path / "generator"), "--dataset", "digits", "--num_images", str(NUM_IMAGES),
+                      "--cache_dir", str(cache), "--output_dir", str(tmp_path / "eval")])
+    assert rc == 0
+    results = json.loads((tmp_path / "eval" / "eval_results.json").read_text())
+    for key in ("fid", "kid_mean", "kid_std", "fid_floor", "kid_floor_mean", "kid_floor_std", "num_generated",
+                "num_reference", "num_floor", "classifier_accuracy", "classes_covered", "coverage_kl", "class_histogram"):
+        assert key in results, key
+    assert results["num_generated"] == NUM_IMAGES and results["fid"] > results["fid_floor"]
+    assert results["config"]["feature_extractor"] == "domain"
+    assert "FID" in capsys.readouterr().out
+
+
+def test_evaluate_gan_script_errors_are_one_line(tmp_path, capsys):
+    script = _load_script()
+    with pytest.raises(SystemExit) as exit_info:
+        script.main(["--generator", str(tmp_path), "--num_images", "1"])
+    assert exit_info.value.code == 2
+    assert "--num_images" in capsys.readouterr().err
