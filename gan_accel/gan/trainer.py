@@ -148,9 +148,19 @@ class GANTrainer:
 
     def fit(self) -> Path:
         run, t, state = self.run, self.train, self.run.state
-        logger = run.make_logger(t.max_steps, unit="img", desc="gan")
+        run.make_logger(t.max_steps, unit="img", desc="gan")
         if state.step >= t.max_steps:
             run.print(f"Already at step {state.step} >= --max_steps {t.max_steps}: nothing to train")
+        try:
+            self.train_loop()
+        except BaseException:
+            run.abort()
+            raise
+        self.finish()
+        return run.output_dir
+
+    def train_loop(self) -> None:
+        run, t, state, logger = self.run, self.train, self.run.state, self.run.logger
         with run.stop:
             for idx in self.batches() if state.step < t.max_steps else ():
                 metrics = self.micro_step(idx)
@@ -168,8 +178,6 @@ class GANTrainer:
                 logger.advance(state.step)
                 if self.after_update():
                     break
-        self.finish()
-        return run.output_dir
 
     def after_update(self) -> bool:
         """Logging, samples, checkpoints, signals after each G update; True means stop."""

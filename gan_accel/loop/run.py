@@ -112,6 +112,11 @@ class TrainingRun:
             return True
         return False
 
+    def abort(self) -> None:
+        """On an error: close the progress bar so the error message starts on its own line."""
+        if self.logger is not None:
+            self.logger.close()
+
     def finish(self) -> None:
         if self.logger is not None:
             self.logger.close()

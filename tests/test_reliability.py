@@ -1,0 +1,221 @@
+"""Reliability: signals, SIGKILL during saves, failed writes, non-finite steps, resume checks."""
+import errno
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+import torch
+from accelerate import Accelerator
+
+from gan_accel.gan import step as gan_step
+from gan_accel.loop.checkpoint import CheckpointManager
+from gan_accel.loop.guard import NonFiniteError
+from gan_accel.loop.signals import GracefulStop
+from helpers import ROOT, TINY_GAN, load_script, read_jsonl
+from test_gan_train import tensors_of, trainer
+
+train_gan = load_script("train_gan").main
+
+
+def start_training(out, *extra):
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    cmd = [sys.executable, str(ROOT / "scripts" / "train_gan.py"), *TINY_GAN, "--output_dir", str(out), "--log_every", "1", *extra]
+    return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def wait_for_step(proc, metrics, step, timeout=120):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if metrics.exists() and len(metrics.read_text().splitlines()) >= step:
+            return
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.02)
+    raise AssertionError("training did not reach the step in time")
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_signal_checkpoints_and_resume_is_exact(tmp_path, sig):
+    run = tmp_path / "run"
+    # A decaying schedule: a signal must not change it (unlike a shorter --max_steps).
+    flags = ["--max_steps", "400", "--lr_scheduler", "linear", "--checkpointing_steps", "0", "--batch_size", "16"]
+    proc = start_training(run, *flags)
+    wait_for_step(proc, run / "metrics.jsonl", 5)
+    proc.send_signal(sig)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err[-2000:]
+    assert "finishing this step, saving a checkpoint" in err
+    ckpts = sorted((run / "checkpoints").iterdir())
+    assert len(ckpts) == 1
+    stopped_at = json.loads((ckpts[0] / "trainer_state.json").read_text())["state"]["step"]
+    assert 5 <= stopped_at < 400
+    assert not (run / "generator").exists()  # no export of an unfinished run
+
+    assert train_gan([*TINY_GAN, *flags, "--output_dir", str(run), "--resume_from_checkpoint", "latest"]) == 0
+    assert train_gan([*TINY_GAN, *flags, "--output_dir", str(tmp_path / "straight")]) == 0
+    a = tensors_of(tmp_path / "straight" / "checkpoints" / "step_00000400")
+    b = tensors_of(run / "checkpoints" / "step_00000400")
+    assert all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_second_signal_exits_at_once(monkeypatch):
+    exits = []
+    monkeypatch.setattr(os, "_exit", lambda code: exits.append(code))
+    with GracefulStop() as stop:
+        os.kill(os.getpid(), signal.SIGTERM)
+        assert stop.should_stop() and not exits
+        os.kill(os.getpid(), signal.SIGTERM)
+        assert exits == [128 + signal.SIGTERM]
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # handlers restored
+
+
+def test_sigkill_during_saves_leaves_a_loadable_checkpoint(tmp_path):
+    rng = random.Random(0)
+    run = tmp_path / "run"
+    flags = ["--max_steps", "100000", "--checkpointing_steps", "1", "--checkpoints_total_limit", "2"]
+    for attempt in range(3):
+        resume = ["--resume_from_checkpoint", "latest"] if attempt else []
+        proc = start_training(run, *flags, *resume)
+        wait_for_step(proc, run / "metrics.jsonl", 3 + 3 * attempt)
+        time.sleep(rng.uniform(0.0, 0.3))  # saves happen every step: kill lands mid-save often
+        proc.kill()
+        proc.wait()
+        manager = CheckpointManager(Accelerator(cpu=True), run, 2)
+        latest = manager.latest()
+        # A kill between the rename and the pruning leaves one extra complete checkpoint; the
+        # next save prunes it.
+        assert latest is not None and len(manager.complete_checkpoints()) <= 3
+        state = json.loads((latest / "trainer_state.json").read_text())
+        assert state["state"]["step"] == int(latest.name.split("_")[1])
+    # The newest complete checkpoint resumes and trains on.
+    assert train_gan([*TINY_GAN, "--output_dir", str(run), "--max_steps", str(state["state"]["step"] + 2),
+                      "--checkpointing_steps", "1", "--resume_from_checkpoint", "latest"]) == 0
+
+
+def test_latest_ignores_incomplete_folders(tmp_path):
+    root = tmp_path / "checkpoints"
+    for name, complete in [("step_00000002", True), ("step_00000004", True), (".tmp-step_00000006", True),
+                           ("step_00000008", False)]:
+        (root / name).mkdir(parents=True)
+        if complete:
+            (root / name / "trainer_state.json").write_text("{}")
+    manager = CheckpointManager(Accelerator(cpu=True), tmp_path, total_limit=1)
+    assert manager.latest() == root / "step_00000004"
+    manager._prune()
+    assert sorted(p.name for p in root.iterdir()) == [".tmp-step_00000006", "step_00000004", "step_00000008"]
+
+
+def test_failed_write_keeps_the_previous_checkpoint(tmp_path, monkeypatch):
+    t = trainer(tmp_path / "run", 2)
+    t.fit()
+    before = tensors_of(tmp_path / "run" / "checkpoints" / "step_00000002")
+
+    def disk_full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(t.run.accelerator, "save_state", disk_full)
+    t.run.state.step = 3
+    with pytest.raises(Exception, match=r"could not write checkpoint .*No space left.*step_00000002 is kept"):
+        t.save_checkpoint()
+    names = sorted(p.name for p in (tmp_path / "run" / "checkpoints").iterdir())
+    assert names == ["step_00000002"]
+    after = tensors_of(tmp_path / "run" / "checkpoints" / "step_00000002")
+    assert all(torch.equal(before[k], after[k]) for k in before)
+
+
+def nan_loss_after(calls_ok, calls_nan=None):
+    """A D loss that is NaN on calls [calls_ok, calls_ok + calls_nan) (forever when None)."""
+    real_loss = gan_step.D_LOSSES["nonsaturating"]
+    count = {"n": 0}
+
+    def loss(real_logits, fake_logits):
+        n = count["n"]
+        count["n"] += 1
+        value = real_loss(real_logits, fake_logits)
+        if n >= calls_ok and (calls_nan is None or n < calls_ok + calls_nan):
+            return value * float("nan")
+        return value
+
+    return loss
+
+
+def test_transient_nonfinite_steps_are_skipped_and_counted(tmp_path, monkeypatch):
+    monkeypatch.setitem(gan_step.D_LOSSES, "nonsaturating", nan_loss_after(3, 2))
+    t = trainer(tmp_path / "run", 8, max_nonfinite_steps=3)
+    t.fit()
+    assert t.run.state.step == 8 and t.run.state.nonfinite_total == 2
+    records = read_jsonl(tmp_path / "run" / "metrics.jsonl")
+    assert max(r.get("nonfinite/skipped_total", 0) for r in records) == 2
+    assert all(torch.isfinite(p).all() for p in t.parts.D.parameters())
+
+
+def test_persistent_nonfinite_stops_and_keeps_last_finite_checkpoint(tmp_path, monkeypatch, capsys):
+    monkeypatch.setitem(gan_step.D_LOSSES, "nonsaturating", nan_loss_after(5))
+    out = tmp_path / "run"
+    with pytest.raises(SystemExit) as info:
+        train_gan([*TINY_GAN, "--output_dir", str(out), "--max_steps", "50", "--checkpointing_steps", "2",
+                   "--max_nonfinite_steps", "3"])
+    assert info.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("error: 3 consecutive updates had non-finite gradients")
+    names = sorted(p.name for p in (out / "checkpoints").iterdir())
+    # D's loss is NaN from update 6 on: updates 6, 7, 8 are skipped (weights stay finite, so the
+    # step-6 checkpoint is legitimate) and the third one in a row stops the run before step 8 saves.
+    assert names[-1] == "step_00000006"
+    for v in tensors_of(out / "checkpoints" / names[-1]).values():
+        assert torch.isfinite(v.float()).all()
+
+
+def test_never_checkpoints_nonfinite_weights(tmp_path):
+    t = trainer(tmp_path / "run", 2)
+    t.fit()
+    with torch.no_grad():
+        next(t.parts.G.parameters()).view(-1)[0] = float("inf")
+    t.run.state.step = 3
+    with pytest.raises(NonFiniteError, match="non-finite"):
+        t.save_checkpoint()
+    assert sorted(p.name for p in (tmp_path / "run" / "checkpoints").iterdir()) == ["step_00000002"]
+
+
+@pytest.fixture(scope="module")
+def short_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("short") / "run"
+    assert train_gan([*TINY_GAN, "--output_dir", str(out), "--max_steps", "2"]) == 0
+    return out
+
+
+@pytest.mark.parametrize("flags,match", [
+    (["--g_channels", "16"], r"different settings \(--g_channels 8 -> 16\)"),
+    (["--loss", "hinge", "--batch_size", "8"], r"--batch_size 32 -> 8; --loss 'nonsaturating' -> 'hinge'"),
+])
+def test_resume_with_incompatible_flags_is_refused(short_run, flags, match, capsys):
+    with pytest.raises(SystemExit):
+        train_gan([*TINY_GAN, "--output_dir", str(short_run), "--max_steps", "4", "--resume_from_checkpoint", "latest", *flags])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and __import__("re").search(match, err[0]), err
+
+
+def test_resume_with_safe_flag_changes_continues(short_run):
+    assert train_gan([*TINY_GAN, "--output_dir", str(short_run), "--max_steps", "3", "--log_every", "3",
+                      "--resume_from_checkpoint", "latest"]) == 0
+    assert (short_run / "checkpoints" / "step_00000003").is_dir()
+
+
+@pytest.mark.parametrize("target,match", [
+    ("missing", "no such folder"),
+    ("foreign", "not a complete gan_accel checkpoint"),
+])
+def test_resume_from_missing_or_foreign_folder(tmp_path, target, match, capsys):
+    path = tmp_path / target
+    if target == "foreign":
+        path.mkdir()
+        (path / "model.safetensors").write_text("not ours")
+    with pytest.raises(SystemExit) as info:
+        train_gan([*TINY_GAN, "--output_dir", str(tmp_path / "run"), "--max_steps", "2", "--resume_from_checkpoint", str(path)])
+    assert info.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and match in err[0] and str(path) in err[0]
