@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Optional
 
 import torch
+from accelerate import PartialState
 from accelerate.utils import set_seed
 from torch.utils.data import DataLoader
 from transformers import get_scheduler
@@ -84,14 +85,15 @@ class GANTrainer:
                  run_args: RunArguments) -> None:
         model_args.check_image_size(data_args.image_size)
         self.data_args, self.model_args, self.train, self.run_args = data_args, model_args, train, run_args
-        self.run = TrainingRun(run_args, config_to_dict(data_args, model_args, train, run_args), project="gan")
-        acc = self.run.accelerator
-        set_seed(run_args.seed)  # weight init
-        with acc.main_process_first():  # one download / decode first, the others read the cache
+        # Data first: a bad folder or file fails before the run folder is touched. One process
+        # downloads/decodes first, the others then read its cache.
+        with PartialState(cpu=run_args.cpu).main_process_first():
             self.data = load_image_data(data_args.dataset, data_args.data_dir, data_args.image_size, data_args.channels,
                                         data_args.download)
         if model_args.conditional and self.data.labels is None:
             raise ConfigError(f"--conditional needs labelled data; {self.data.name} has no class sub-folders")
+        self.run = TrainingRun(run_args, config_to_dict(data_args, model_args, train, run_args), project="gan")
+        set_seed(run_args.seed)  # weight init
         self.run.print(f"Data: {self.data.name}, {len(self.data)} images {tuple(self.data.images.shape[1:])}, "
                        f"{self.data.num_classes} classes")
         self.parts = build_parts(self.run, self.data, model_args, train, run_args.seed)
