@@ -15,14 +15,14 @@ from gan_accel.loop.accel import print_and_save_config  # noqa: E402
 
 @cli_entry
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    data, model, train, run = parse_config((*GAN_CONFIG_TYPES, RunArguments), argv, description=__doc__)
+    data, model, train, evaluation, run = parse_config((*GAN_CONFIG_TYPES, RunArguments), argv, description=__doc__)
     model.check_image_size(data.image_size)
     if run.dry_run:
-        print_and_save_config(None, config_to_dict(data, model, train, run), None)
+        print_and_save_config(None, config_to_dict(data, model, train, evaluation, run), None)
         return 0
     from gan_accel.gan.trainer import train_gan
 
-    out = train_gan(data, model, train, run)
+    out = train_gan(data, model, train, run, evaluation)
     print(f"Run folder: {out}  (samples: {out / 'samples'}, generator: {out / 'generator'})")
     return 0
 

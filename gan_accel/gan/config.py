@@ -92,4 +92,24 @@ class GANTrainArguments:
             raise ConfigError(f"--warmup_steps ({self.warmup_steps}) must be smaller than --max_steps ({self.max_steps})")
 
 
-GAN_CONFIG_TYPES = (GANDataArguments, GANModelArguments, GANTrainArguments)
+EVAL_FEATURES = ("domain", "inception")
+
+
+@dataclass
+class GANEvalArguments:
+    """Evaluation during training (gan_accel.metrics): FID/KID, coverage, the real-data floor."""
+
+    eval_every: int = field(default=0, metadata={"help": "G updates between evaluations (0: off). The best generator by FID goes to OUTPUT_DIR/best_generator/."})
+    eval_num_images: int = field(default=1000, metadata={"help": "Generated images per evaluation."})
+    eval_feature_extractor: str = choice("domain", EVAL_FEATURES, "FID/KID features: a classifier trained on the real data (offline) or Inception-v3 (local weights).")
+    eval_cache_dir: Optional[str] = field(default=None, metadata={"help": "Cache of the domain classifier and reference statistics (default $GAN_ACCEL_CACHE or ~/.cache/gan_accel)."})
+    inception_weights: Optional[str] = field(default=None, metadata={"help": "Inception-v3 FID weights file, for --eval_feature_extractor inception."})
+
+    def __post_init__(self) -> None:
+        check_positive("eval_every", self.eval_every, allow_zero=True)
+        if self.eval_num_images < 2:
+            raise ConfigError(f"--eval_num_images must be >= 2; got {self.eval_num_images}")
+        check_choice("eval_feature_extractor", self.eval_feature_extractor, EVAL_FEATURES)
+
+
+GAN_CONFIG_TYPES = (GANDataArguments, GANModelArguments, GANTrainArguments, GANEvalArguments)

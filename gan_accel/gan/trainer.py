@@ -21,7 +21,7 @@ from ..loop.guard import NonFiniteError, all_finite
 from ..models import build_models, save_generator
 from ..sampling import fixed_noise, grid_labels, save_grid
 from .augment import make_augment, parse_policy
-from .config import GANDataArguments, GANModelArguments, GANTrainArguments
+from .config import GANDataArguments, GANEvalArguments, GANModelArguments, GANTrainArguments
 from .ema import EMA, recalibrate_batchnorm
 from .noise import AUGMENT, GP_ALPHA, NOISE, StepNoise
 from .step import apply_update, d_step, g_step
@@ -82,9 +82,10 @@ def build_parts(run: TrainingRun, data: ImageData, model_args: GANModelArguments
 
 class GANTrainer:
     def __init__(self, data_args: GANDataArguments, model_args: GANModelArguments, train: GANTrainArguments,
-                 run_args: RunArguments) -> None:
+                 run_args: RunArguments, eval_args: Optional[GANEvalArguments] = None) -> None:
         model_args.check_image_size(data_args.image_size)
         self.data_args, self.model_args, self.train, self.run_args = data_args, model_args, train, run_args
+        self.eval_args = eval_args or GANEvalArguments()
         # Data first: a bad folder or file fails before the run folder is touched. One process
         # downloads/decodes first, the others then read its cache.
         with PartialState(cpu=run_args.cpu).main_process_first():
@@ -92,7 +93,7 @@ class GANTrainer:
                                         data_args.download)
         if model_args.conditional and self.data.labels is None:
             raise ConfigError(f"--conditional needs labelled data; {self.data.name} has no class sub-folders")
-        self.run = TrainingRun(run_args, config_to_dict(data_args, model_args, train, run_args), project="gan")
+        self.run = TrainingRun(run_args, config_to_dict(data_args, model_args, train, self.eval_args, run_args), project="gan")
         set_seed(run_args.seed)  # weight init
         self.run.print(f"Data: {self.data.name}, {len(self.data)} images {tuple(self.data.images.shape[1:])}, "
                        f"{self.data.num_classes} classes")
@@ -101,6 +102,7 @@ class GANTrainer:
         self.sample_z = fixed_noise(train.num_sample_images, model_args.z_dim, run_args.seed + 12345)
         self.sample_labels = grid_labels(train.num_sample_images, self.num_classes)
         self.run.resume(read_extra=self.parts.ema.load)
+        self.evaluator = self.build_evaluator()
 
     # ---- one batch ---------------------------------------------------------------------
     def micro_step(self, idx: torch.Tensor) -> dict:
@@ -189,6 +191,8 @@ class GANTrainer:
             run.logger.flush(state.step, extra=self.lr_metrics())
         if (t.sample_every and state.step % t.sample_every == 0) or done:
             self.save_samples()
+        if self.evaluator is not None and (run.due(self.eval_args.eval_every) or done):
+            self.evaluate()
         if run.should_stop():
             self.save_checkpoint()
             run.print(f"Stopped by signal at step {state.step}; continue with --resume_from_checkpoint latest")
@@ -199,6 +203,36 @@ class GANTrainer:
 
     def lr_metrics(self) -> dict:
         return {"lr/G": self.parts.sched_G.get_last_lr()[0], "lr/D": self.parts.sched_D.get_last_lr()[0]}
+
+    # ---- evaluation --------------------------------------------------------------------
+    def build_evaluator(self):
+        """The evaluator (domain classifier, reference statistics, floor: built once, cached on
+        disk) lives on the main process only; the other ranks never wait for it."""
+        e = self.eval_args
+        if not e.eval_every or not self.run.accelerator.is_main_process:
+            return None
+        from ..metrics import GANEvaluator
+
+        cache_dir = e.eval_cache_dir or str(self.run.output_dir / "cache")
+        return GANEvaluator(self.data, feature_extractor=e.eval_feature_extractor, num_images=e.eval_num_images,
+                            cache_dir=cache_dir, device=self.run.accelerator.device, seed=self.run_args.seed,
+                            inception_weights=e.inception_weights)
+
+    def evaluate(self) -> dict:
+        run, state = self.run, self.run.state
+        G = self.calibrated_ema()
+        metrics = self.evaluator.evaluate(G)
+        fid = metrics["eval/fid"]
+        best = state.best_metric
+        if best != best or fid < best:  # NaN (no evaluation yet) or better
+            state.best_metric = fid
+            save_generator(copy.deepcopy(G).cpu(), run.output_dir / "best_generator")
+            metrics["eval/best_step"] = float(state.step)
+        metrics["eval/best_fid"] = state.best_metric
+        run.logger.write(state.step, metrics)
+        run.print(f"step {state.step}: FID {fid:.3f} (floor {metrics['eval/fid_floor']:.3f}), "
+                  f"KID {metrics['eval/kid_mean']:.4f}, best FID {state.best_metric:.3f}")
+        return metrics
 
     # ---- outputs -----------------------------------------------------------------------
     def calibrated_ema(self) -> torch.nn.Module:
@@ -239,5 +273,5 @@ class GANTrainer:
 
 
 def train_gan(data_args: GANDataArguments, model_args: GANModelArguments, train: GANTrainArguments,
-              run_args: RunArguments) -> Path:
-    return GANTrainer(data_args, model_args, train, run_args).fit()
+              run_args: RunArguments, eval_args: Optional[GANEvalArguments] = None) -> Path:
+    return GANTrainer(data_args, model_args, train, run_args, eval_args).fit()
