@@ -144,3 +144,20 @@ def test_resume_equals_uninterrupted_run(tmp_path, accum):
     sa = json.loads((tmp_path / "straight/checkpoints/step_00000010/trainer_state.json").read_text())["state"]
     sb = json.loads((tmp_path / "split/checkpoints/step_00000010/trainer_state.json").read_text())["state"]
     assert sa == sb and sa["step"] == 10 and sa["epoch"] == (10 * accum) // 14
+
+
+def test_evaluation_during_training_keeps_the_best_generator(tmp_path):
+    out = tmp_path / "run"
+    assert train_gan([*TINY_GAN, "--output_dir", str(out), "--max_steps", "6", "--eval_every", "3",
+                      "--eval_num_images", "100"]) == 0
+    evals = [r for r in read_jsonl(out / "metrics.jsonl") if "eval/fid" in r]
+    assert [r["step"] for r in evals] == [3, 6]
+    for r in evals:
+        assert r["eval/fid"] > r["eval/fid_floor"] >= 0 and 0 < r["eval/classes_covered"] <= 10
+        assert r["eval/classifier_accuracy"] >= 0.9
+    best = min(evals, key=lambda r: r["eval/fid"])
+    assert evals[-1]["eval/best_fid"] == best["eval/fid"]
+    assert (out / "best_generator" / "model.safetensors").is_file()
+    state = json.loads((out / "checkpoints" / "step_00000006" / "trainer_state.json").read_text())["state"]
+    assert state["best_metric"] == best["eval/fid"]
+    assert (out / "cache").is_dir()  # classifier and reference statistics cached in the run folder
