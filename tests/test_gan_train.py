@@ -127,11 +127,14 @@ def tensors_of(ckpt):
     return out
 
 
-@pytest.mark.parametrize("accum", [1, 2])
-def test_resume_equals_uninterrupted_run(tmp_path, accum):
+@pytest.mark.parametrize("accum,extra", [(1, {}), (2, {}),
+                                         # DiffAugment draws and the lazy R1 phase must resume too.
+                                         (2, dict(diffaugment="translation,cutout,color", r1_gamma=1.0, r1_interval=3))])
+def test_resume_equals_uninterrupted_run(tmp_path, accum, extra):
     # 128 x 1797 digits: 14 batches per epoch, so k=5 (x accum) stops mid-epoch and 2k crosses an epoch.
     # A constant LR: stopping by --max_steps k under a decaying schedule would change the schedule itself.
-    kw = dict(batch_size=128, gradient_accumulation_steps=accum, lr_scheduler="constant", warmup_steps=2, ema_decay=0.9)
+    kw = dict(batch_size=128, gradient_accumulation_steps=accum, lr_scheduler="constant", warmup_steps=2, ema_decay=0.9,
+              **extra)
     trainer(tmp_path / "straight", 10, **kw).fit()
     trainer(tmp_path / "split", 5, **kw).fit()
     resumed = trainer(tmp_path / "split", 10, resume_from_checkpoint="latest", **kw)

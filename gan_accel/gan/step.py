@@ -10,36 +10,46 @@ from typing import Dict, Optional
 import torch
 
 from ..loop.guard import grads_finite
+from .augment import Augment
 from .losses import D_LOSSES, G_LOSSES, gradient_penalty, r1_penalty
 
 Metrics = Dict[str, torch.Tensor]
 
 
 def d_step(accelerator, D, real: torch.Tensor, fake: torch.Tensor, labels: Optional[torch.Tensor], loss: str,
-           gp_weight: float = 0.0, gp_alpha: Optional[torch.Tensor] = None, r1_weight: float = 0.0) -> Metrics:
-    """Backward of D's loss on a real batch and a detached fake batch (G gets no gradient)."""
+           gp_weight: float = 0.0, gp_alpha: Optional[torch.Tensor] = None, r1_weight: float = 0.0,
+           augment: Optional[Augment] = None) -> Metrics:
+    """Backward of D's loss on a real batch and a detached fake batch (G gets no gradient).
+
+    ``augment`` (DiffAugment) is applied to every input D sees here, the GP/R1 inputs included:
+    the penalties are gradients w.r.t. the un-augmented images, of the same augmented D that the
+    loss trains (as StyleGAN2-ADA does). ``r1_weight`` is the full weight of this step's R1 term
+    (gamma/2, times the interval when lazy); 0 skips it.
+    """
     fake = fake.detach()
+    D_aug = D if augment is None else (lambda x, y=None: D(augment(x), y))
     with accelerator.autocast():
-        real_logits = D(real, labels)
-        fake_logits = D(fake, labels)
+        real_logits = D_aug(real, labels)
+        fake_logits = D_aug(fake, labels)
         d_loss = D_LOSSES[loss](real_logits.float(), fake_logits.float())
     total = d_loss
     metrics = {"loss/D": d_loss.detach(), "D/real_logit": real_logits.detach().float().mean(),
                "D/fake_logit": fake_logits.detach().float().mean()}
     scaler = accelerator.scaler
     if gp_weight > 0:
-        gp = gradient_penalty(D, real, fake, gp_alpha, labels, scaler)
+        gp = gradient_penalty(D_aug, real, fake, gp_alpha, labels, scaler)
         total = total + gp_weight * gp
         metrics["reg/gp"] = gp.detach()
     if r1_weight > 0:
-        r1 = r1_penalty(D, real, labels, scaler)
+        r1 = r1_penalty(D_aug, real, labels, scaler)
         total = total + r1_weight * r1
         metrics["reg/r1"] = r1.detach()
     accelerator.backward(total)
     return metrics
 
 
-def g_step(accelerator, D, fake: torch.Tensor, labels: Optional[torch.Tensor], loss: str) -> Metrics:
+def g_step(accelerator, D, fake: torch.Tensor, labels: Optional[torch.Tensor], loss: str,
+           augment: Optional[Augment] = None) -> Metrics:
     """Backward of G's loss through a frozen D.
 
     Without the freeze, G's loss would write gradients into D's parameters, which accumulation
@@ -49,7 +59,8 @@ def g_step(accelerator, D, fake: torch.Tensor, labels: Optional[torch.Tensor], l
     D.requires_grad_(False)
     try:
         with accelerator.autocast():
-            g_loss = G_LOSSES[loss](D(fake, labels).float())
+            # DiffAugment here too: G must be judged on the same augmented view D was trained on.
+            g_loss = G_LOSSES[loss](D(augment(fake) if augment is not None else fake, labels).float())
         accelerator.backward(g_loss)
     finally:
         D.requires_grad_(True)
