@@ -35,6 +35,13 @@ def launch_on_two_cpu_processes(fn, *args) -> None:
 
 
 def _train(argv):
+    import os
+
+    import torch.distributed as dist
+
+    # The debug launch leaves LOCAL_RANK unset, so every rank would think it is the local main
+    # process (two progress bars, doubled prints); one machine: local rank = rank.
+    os.environ["LOCAL_RANK"] = str(dist.get_rank())
     train_in_process(argv)
 
 

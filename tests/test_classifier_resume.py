@@ -95,3 +95,14 @@ def test_the_check_can_fail_a_different_seed_differs(setup):
     b = checkpoint(train_in_process(argv_for(setup, "other_seed", "--seed", "1")), TOTAL)
     with pytest.raises(AssertionError):
         assert_same_state(a, b)
+
+
+def test_resume_with_another_length_warns_that_the_schedule_is_resized(setup, capsys):
+    folder, corpus, tiny = setup
+    out = folder / "extended"
+    train_in_process(argv_for(setup, "extended"), on_update=interrupt_at(K))
+    capsys.readouterr()
+    train_in_process(train_argv(corpus, tiny, out, "--max_steps", str(TOTAL + 4), "--gradient_accumulation_steps", "2",
+                                "--eval_steps", "5", "--weight_decay", "0.01", "--resume_from_checkpoint", "latest"))
+    assert "the linear schedule continues re-sized" in capsys.readouterr().out
+    assert json.loads((out / "eval_results.json").read_text())["steps"] == TOTAL + 4

@@ -110,6 +110,7 @@ class ClassifierLoop:
         self.acc, self.state = run.accelerator, run.state
         self.keeper = BestModelKeeper(self.acc, self.state, run.output_dir / "model", parts.tokenizer,
                                       train_args.metric_for_best_model, train_args.greater_is_better)
+        self.write_extra, self.read_extra = schedule_io(run, parts.length)
         self.last_eval: Dict[str, float] = {}
         self.last_eval_step = -1
 
@@ -156,14 +157,14 @@ class ClassifierLoop:
         elif run.due(self.args.eval_steps) or last:
             self.eval_and_keep(logger, epoch=state.epoch)
         if run.should_stop():
-            run.save()
+            run.save(self.write_extra)
             run.print(f"Stopped by a signal at step {state.step}; resume with --resume_from_checkpoint latest")
             return True
         if last:
-            run.save()
+            run.save(self.write_extra)
             return True
         if run.due(run.args.checkpointing_steps):
-            run.save()
+            run.save(self.write_extra)
         return False
 
     def eval_and_keep(self, logger, epoch: int) -> None:
@@ -174,6 +175,28 @@ class ClassifierLoop:
         self.run.print(f"step {self.state.step} epoch {epoch}: accuracy {metrics['eval/accuracy']:.4f}  "
                        f"f1_macro {metrics['eval/f1_macro']:.4f}  loss {metrics['eval/loss']:.4f}  "
                        f"samples {int(metrics['eval/samples'])}" + ("  (best so far: saved)" if kept else ""))
+
+
+SCHEDULE_FILE = "schedule.json"
+
+
+def schedule_io(run: TrainingRun, length: ScheduleLength):
+    """``(write_extra, read_extra)`` for checkpoints: the schedule's length is saved, and a resume
+    that re-sizes it (another --max_steps / --num_train_epochs) says so instead of silently
+    bending the LR curve."""
+    current = {"total_updates": length.total_updates, "warmup_updates": length.warmup_updates}
+
+    def write_extra(folder: Path) -> None:
+        (folder / SCHEDULE_FILE).write_text(json.dumps(current) + "\n")
+
+    def read_extra(folder: Path) -> None:
+        path = folder / SCHEDULE_FILE
+        saved = json.loads(path.read_text()) if path.is_file() else current
+        if saved != current:
+            run.print(f"warning: the checkpoint's LR schedule was {saved}, this run's is {current}: the linear "
+                      "schedule continues re-sized, so this is not identical to a run planned with this length")
+
+    return write_extra, read_extra
 
 
 def write_eval_results(loop: ClassifierLoop, out: Path) -> dict:
@@ -203,8 +226,8 @@ def train_classifier(data_args: ClassifierDataArguments, model_args: ClassifierM
     tokenizer = load_tokenizer(model_args)
     run = TrainingRun(run_args, config_to_dict(data_args, model_args, train_args, run_args), project="classifier")
     parts = build_parts(run, raw, tokenizer, data_args, model_args, train_args)
-    run.resume()
     loop = ClassifierLoop(run, parts, train_args, on_update)
+    run.resume(loop.read_extra)
     finished = loop.run_loop()
     if finished:
         results = write_eval_results(loop, run.output_dir)
