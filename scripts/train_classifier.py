@@ -2,6 +2,7 @@
 [--config FILE] --train_file train.csv --validation_file dev.csv --output_dir runs/x [flags]."""
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Optional, Sequence
@@ -23,7 +24,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     from gan_accel.classifier.train import train_classifier
 
     out = train_classifier(data, model, train, run)
-    print(f"Run folder: {out}  (model: {out / 'model'}, results: {out / 'eval_results.json'})")
+    if int(os.environ.get("RANK", "0")) == 0:  # once, not once per process under torchrun
+        print(f"Run folder: {out}  (model: {out / 'model'}, results: {out / 'eval_results.json'})")
     return 0
 
 

@@ -52,7 +52,11 @@ def load_model(args: ClassifierModelArguments, label_names: List[str]):
         raise _offline_hint(args.model_name_or_path, err) from None
     if args.gradient_checkpointing:
         # Non-reentrant checkpointing works under DDP and with inputs that need no grad.
-        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        # (transformers 5 renamed gradient_checkpointing_enable; the old name goes in v6.)
+        if hasattr(model, "activation_checkpointing_enable"):
+            model.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False})
+        else:
+            model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     return model
 
 

@@ -111,6 +111,7 @@ class ClassifierLoop:
         self.keeper = BestModelKeeper(self.acc, self.state, run.output_dir / "model", parts.tokenizer,
                                       train_args.metric_for_best_model, train_args.greater_is_better)
         self.write_extra, self.read_extra = schedule_io(run, parts.length)
+        self.local_sgd = None
         self.last_eval: Dict[str, float] = {}
         self.last_eval_step = -1
 
@@ -121,6 +122,7 @@ class ClassifierLoop:
         logger = self.run.make_logger(total, unit="sample", desc="fine-tune")
         samples_per_batch = self.args.batch_size * acc.num_processes  # global, full batches
         with self.run.stop, _local_sgd(acc, parts.model, self.args.local_sgd_steps) as local_sgd:
+            self.local_sgd = local_sgd
             if local_sgd is not None:
                 local_sgd.num_steps = state.step
             parts.model.train()
@@ -157,17 +159,30 @@ class ClassifierLoop:
         elif run.due(self.args.eval_steps) or last:
             self.eval_and_keep(logger, epoch=state.epoch)
         if run.should_stop():
-            run.save(self.write_extra)
+            self.save()
             run.print(f"Stopped by a signal at step {state.step}; resume with --resume_from_checkpoint latest")
             return True
         if last:
-            run.save(self.write_extra)
+            self.save()
             return True
         if run.due(run.args.checkpointing_steps):
-            run.save(self.write_extra)
+            self.save()
         return False
 
+    def sync_replicas(self) -> None:
+        """Under local SGD the replicas drift apart between averages: average them before an
+        evaluation (each rank scores its shard with its own weights) and before a checkpoint."""
+        if self.local_sgd is not None:
+            with torch.no_grad():
+                for p in self.parts.model.parameters():
+                    p.data = self.acc.reduce(p.data, reduction="mean")
+
+    def save(self) -> None:
+        self.sync_replicas()
+        self.run.save(self.write_extra)
+
     def eval_and_keep(self, logger, epoch: int) -> None:
+        self.sync_replicas()
         metrics = evaluate(self.acc, self.parts.model, self.parts.eval_dl, len(self.parts.data.label_names))
         self.last_eval, self.last_eval_step = metrics, self.state.step
         kept = self.keeper.update(self.parts.model, metrics, epoch)
