@@ -3,7 +3,7 @@ import pytest
 import torch
 from accelerate import Accelerator
 
-from gan_accel.gan.step import apply_update, d_step, g_step
+from gan_accel.gan.step import apply_update, d_step, g_step, make_adam
 from gan_accel.models import build_models
 
 
@@ -47,24 +47,33 @@ def test_g_step_leaves_d_params_and_grads_unchanged(parts, loss):
     assert same(g_before, snapshot(G))
 
 
-def test_update_applies_on_sync_and_skips_nonfinite(parts):
+@pytest.mark.parametrize("fused", [True, False])
+def test_update_applies_on_sync_and_skips_nonfinite(parts, fused):
     acc, G, D, opt_G, opt_D = parts
+    # fused: skipped on the device (found_inf); otherwise skipped after a host check.
+    opt_D = acc.prepare(make_adam(acc.unwrap_model(D).parameters(), 1e-2, (0.5, 0.999)) if fused
+                        else torch.optim.Adam(acc.unwrap_model(D).parameters(), lr=1e-2))
+    assert bool(opt_D.optimizer.defaults.get("fused")) is fused
     real = torch.rand(4, 1, 16, 16) * 2 - 1
     for micro in range(2):
         with acc.accumulate(G, D):
             fake = G(torch.randn(4, 8))
             d_step(acc, D, real, fake, None, "nonsaturating")
             result = apply_update(acc, opt_D, _NoSched(), D, check_finite=True)
-    assert result is True
+    assert bool(result) is True
     with acc.accumulate(G, D):
         pass
     before = snapshot(D)
+    moments = [s["exp_avg"].clone() for s in opt_D.optimizer.state.values()]
     with acc.accumulate(G, D):
         assert acc.sync_gradients
         for p in D.parameters():
             p.grad = torch.full_like(p, float("nan"))
-        assert apply_update(acc, opt_D, _NoSched(), D, check_finite=True) is False
+        assert bool(apply_update(acc, opt_D, _NoSched(), D, check_finite=True)) is False
     assert same(before, snapshot(D)) and all(p.grad is None for p in D.parameters())
+    # Adam's moments and step count are untouched too: the update did not happen at all.
+    assert same(moments, [s["exp_avg"] for s in opt_D.optimizer.state.values()])
+    assert all(int(s["step"]) == 1 for s in opt_D.optimizer.state.values())
 
 
 class _NoSched:

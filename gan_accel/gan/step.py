@@ -67,19 +67,38 @@ def g_step(accelerator, D, fake: torch.Tensor, labels: Optional[torch.Tensor], l
     return {"loss/G": g_loss.detach()}
 
 
-def apply_update(accelerator, optimizer, scheduler, module, check_finite: bool) -> Optional[bool]:
-    """Step ``optimizer`` and its scheduler on a sync step.
+def apply_update(accelerator, optimizer, scheduler, module, check_finite: bool) -> Optional[torch.Tensor]:
+    """Step ``optimizer`` and its scheduler on a sync step; skip the update if its gradients are
+    not finite (checked after DDP's all-reduce, so every rank agrees).
 
-    Returns None on accumulation micro-steps (nothing to do: prepared optimizers ignore step() and
-    zero_grad() then), True when the update was applied, False when it was skipped because the
-    (already all-reduced) gradients were not finite, or because fp16's scaler skipped it.
+    Returns None on accumulation micro-steps (prepared optimizers ignore step()/zero_grad()
+    then), else a 0-dim bool tensor on the device: were the gradients finite. With a fused
+    optimizer the skip happens on the device (the ``found_inf`` input GradScaler also uses: the
+    kernel leaves weights, moments and step count untouched), so there is no host sync here;
+    other optimizers need one ``bool()``. Under fp16 the GradScaler does this itself.
     """
     if not accelerator.sync_gradients:
         return None
-    if check_finite and not bool(grads_finite(module)):  # one host sync per update
+    finite = grads_finite(module) if check_finite else None
+    raw = optimizer.optimizer
+    if finite is not None and raw.defaults.get("fused"):
+        raw.found_inf = (~finite).float()
+        optimizer.step()
+        raw.found_inf = None
+    elif finite is not None and not bool(finite):
         optimizer.zero_grad(set_to_none=True)
-        return False
-    optimizer.step()
-    scheduler.step()  # a prepared scheduler skips itself when the fp16 step was skipped
+        return finite
+    else:
+        optimizer.step()
+    scheduler.step()  # also on a device-side skip: the schedule follows updates attempted
     optimizer.zero_grad(set_to_none=True)
-    return not optimizer.step_was_skipped
+    return finite if finite is not None else torch.ones((), dtype=torch.bool, device=accelerator.device)
+
+
+def make_adam(params, lr: float, betas) -> torch.optim.Adam:
+    """Fused Adam where the device has the kernel (CPU and CUDA do): one kernel for all tensors,
+    and it can skip a non-finite update without a host sync (see :func:`apply_update`)."""
+    try:
+        return torch.optim.Adam(params, lr=lr, betas=betas, fused=True)
+    except (RuntimeError, ValueError):
+        return torch.optim.Adam(params, lr=lr, betas=betas, foreach=True)

@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Optional
 
 import torch
-from accelerate import PartialState
 from accelerate.utils import set_seed
 from torch.utils.data import DataLoader
 from transformers import get_scheduler
@@ -16,7 +15,7 @@ from transformers import get_scheduler
 from ..config import RunArguments, config_to_dict
 from ..data import ImageData, ResumableSampler, load_image_data, to_float_images
 from ..errors import ConfigError
-from ..loop import TrainingRun
+from ..loop import TrainingRun, build_accelerator
 from ..loop.guard import NonFiniteError, all_finite
 from ..models import build_models, save_generator
 from ..sampling import fixed_noise, grid_labels, save_grid
@@ -24,7 +23,7 @@ from .augment import make_augment, parse_policy
 from .config import GANDataArguments, GANEvalArguments, GANModelArguments, GANTrainArguments
 from .ema import EMA, recalibrate_batchnorm
 from .noise import AUGMENT, GP_ALPHA, NOISE, StepNoise
-from .step import apply_update, d_step, g_step
+from .step import apply_update, d_step, g_step, make_adam
 
 
 @dataclass
@@ -60,8 +59,8 @@ def build_parts(run: TrainingRun, data: ImageData, model_args: GANModelArguments
                         g_channels=model_args.g_channels, d_channels=model_args.d_channels, d_norm=model_args.d_norm, g_norm=model_args.g_norm,
                         num_classes=num_classes)
     betas = (train.adam_beta1, train.adam_beta2)
-    opt_G = torch.optim.Adam(G.parameters(), lr=train.lr_g, betas=betas)
-    opt_D = torch.optim.Adam(D.parameters(), lr=train.lr_d, betas=betas)
+    opt_G = make_adam(G.parameters(), train.lr_g, betas)
+    opt_D = make_adam(D.parameters(), train.lr_d, betas)
     n_critic, P = train.d_steps_per_g_step, acc.num_processes
     # Each scheduler is built on its own raw optimizer and prepared in the same call (notes #4).
     sched_G = make_scheduler(train.lr_scheduler, opt_G, train.warmup_steps, train.max_steps, P)
@@ -88,12 +87,14 @@ class GANTrainer:
         self.eval_args = eval_args or GANEvalArguments()
         # Data first: a bad folder or file fails before the run folder is touched. One process
         # downloads/decodes first, the others then read its cache.
-        with PartialState(cpu=run_args.cpu).main_process_first():
+        accelerator = build_accelerator(run_args, "gan")
+        with accelerator.main_process_first():
             self.data = load_image_data(data_args.dataset, data_args.data_dir, data_args.image_size, data_args.channels,
                                         data_args.download)
         if model_args.conditional and self.data.labels is None:
             raise ConfigError(f"--conditional needs labelled data; {self.data.name} has no class sub-folders")
-        self.run = TrainingRun(run_args, config_to_dict(data_args, model_args, train, self.eval_args, run_args), project="gan")
+        self.run = TrainingRun(run_args, config_to_dict(data_args, model_args, train, self.eval_args, run_args), project="gan",
+                               accelerator=accelerator)
         set_seed(run_args.seed)  # weight init
         self.run.print(f"Data: {self.data.name}, {len(self.data)} images {tuple(self.data.images.shape[1:])}, "
                        f"{self.data.num_classes} classes")
@@ -137,7 +138,7 @@ class GANTrainer:
         state.epoch_start += t.batch_size * acc.num_processes
         metrics["_sync"] = d_ok is not None
         metrics["_g_update"] = g_ok is not None
-        metrics["_ok"] = d_ok is not False and g_ok is not False
+        metrics["_ok"] = d_ok if g_ok is None else (g_ok if d_ok is None else d_ok & g_ok)
         return metrics
 
     # ---- the loop ----------------------------------------------------------------------
@@ -173,8 +174,7 @@ class GANTrainer:
                 if not sync:
                     continue
                 state.d_updates += 1
-                if not run.guard.record(ok, "gradients"):
-                    logger.accumulate({"nonfinite/skipped_total": float(state.nonfinite_total)})
+                run.guard.record(ok)  # device-side count; read back at log/checkpoint time
                 if not g_update:
                     continue
                 state.step += 1
@@ -188,7 +188,8 @@ class GANTrainer:
         run, t, state = self.run, self.train, self.run.state
         done = state.step >= t.max_steps
         if run.logger.should_log(state.step) or done:
-            run.logger.flush(state.step, extra=self.lr_metrics())
+            run.guard.check()  # raises after --max_nonfinite_steps skipped updates in a row
+            run.logger.flush(state.step, extra={**self.lr_metrics(), "nonfinite/skipped_total": state.nonfinite_total})
         if (t.sample_every and state.step % t.sample_every == 0) or done:
             self.save_samples()
         if self.evaluator is not None and (run.due(self.eval_args.eval_every) or done):

@@ -24,27 +24,50 @@ def grads_finite(module: torch.nn.Module) -> torch.Tensor:
 class NonFiniteGuard:
     """Counts skipped updates on a :class:`TrainState`; raises after ``max_streak`` in a row.
 
-    Checked only on sync steps, after DDP's all-reduce, so every rank sees the same gradients and
-    takes the same decision without an extra collective.
+    Fed on sync steps, after DDP's all-reduce, so every rank sees the same gradients and takes
+    the same decision without an extra collective. ``record`` takes a Python bool (counted at
+    once) or a 0-dim device tensor: then the counts stay on the device, with no host sync, until
+    :meth:`check` (at logging and checkpoint time) reads them and raises if the streak is too long.
     """
 
     def __init__(self, state, max_streak: int) -> None:
         self.state = state
         self.max_streak = max_streak
+        self._pending = None  # device tensor [streak, total] not yet read back
 
-    def record(self, finite: bool, what: str) -> bool:
+    def record(self, finite, what: str = "gradients") -> bool:
+        if torch.is_tensor(finite):
+            bad = (~finite).float().reshape(1)
+            if self._pending is None:
+                self._pending = torch.tensor([self.state.nonfinite_streak, self.state.nonfinite_total],
+                                             dtype=torch.float32, device=bad.device)
+            streak, total = self._pending.unbind()
+            self._pending = torch.cat([(streak + bad) * bad, total + bad])  # streak resets on a finite update
+            return True
         if finite:
             self.state.nonfinite_streak = 0
             return True
         self.state.nonfinite_total += 1
         self.state.nonfinite_streak += 1
+        self._stop_if_too_long(what)
+        return False
+
+    def _stop_if_too_long(self, what: str) -> None:
         if self.state.nonfinite_streak >= self.max_streak:
             raise NonFiniteError(
                 f"{self.state.nonfinite_streak} consecutive updates had non-finite {what} "
                 f"(--max_nonfinite_steps {self.max_streak}); the run stopped and the last finite checkpoint is kept. "
                 "Lower the learning rates or check the data."
             )
-        return False
+
+    def check(self, what: str = "gradients") -> None:
+        """Read the device counts back (one host sync) and stop the run if the streak is too long."""
+        if self._pending is None:
+            return
+        streak, total = (int(v) for v in self._pending.tolist())
+        self._pending = None
+        self.state.nonfinite_streak, self.state.nonfinite_total = streak, total
+        self._stop_if_too_long(what)
 
 
 class NonFiniteError(UserError):

@@ -19,6 +19,8 @@ import logging
 from pathlib import Path
 from typing import Callable, Optional
 
+from tqdm.auto import tqdm
+
 from ..config import RunArguments, resume_incompatibilities
 from ..errors import UserError
 from .accel import build_accelerator, prepare_output_dir, print_and_save_config
@@ -37,10 +39,12 @@ def _tracker_config(config: dict) -> dict:
 
 
 class TrainingRun:
-    def __init__(self, run: RunArguments, config: dict, project: str) -> None:
+    def __init__(self, run: RunArguments, config: dict, project: str, accelerator=None) -> None:
+        """``accelerator``: one built earlier with :func:`build_accelerator` (e.g. to read the data
+        under ``main_process_first`` before the run folder is touched)."""
         self.args = run
         self.config = config
-        self.accelerator = build_accelerator(run, project)
+        self.accelerator = accelerator or build_accelerator(run, project)
         self.output_dir = prepare_output_dir(self.accelerator, run)
         self.checkpoints = CheckpointManager(self.accelerator, self.output_dir, run.checkpoints_total_limit)
         self.resume_path = self.checkpoints.resolve(run.resume_from_checkpoint)
@@ -60,7 +64,9 @@ class TrainingRun:
         self.stopped_by_signal = False
 
     def print(self, *args) -> None:
-        self.accelerator.print(*args, flush=True)
+        """Print on the local main process, above the progress bar rather than onto it."""
+        if self.accelerator.is_local_main_process:
+            tqdm.write(" ".join(str(a) for a in args))
 
     def _check_compatible(self, path: Path) -> None:
         try:
@@ -95,6 +101,7 @@ class TrainingRun:
         return True
 
     def save(self, write_extra: Optional[Callable[[Path], None]] = None) -> Path:
+        self.guard.check()  # counts into the state saved below (and stop rather than save a diverged run)
         payload = {"state": self.state.to_dict(), "config": self.config,
                    "num_processes": self.accelerator.num_processes}
         path = self.checkpoints.save(self.state.step, payload, write_extra)
