@@ -102,7 +102,7 @@ class GANEvalArguments:
     eval_every: int = field(default=0, metadata={"help": "G updates between evaluations (0: off). The best generator by FID goes to OUTPUT_DIR/best_generator/."})
     eval_num_images: int = field(default=1000, metadata={"help": "Generated images per evaluation."})
     eval_feature_extractor: str = choice("domain", EVAL_FEATURES, "FID/KID features: a classifier trained on the real data (offline) or Inception-v3 (local weights).")
-    eval_cache_dir: Optional[str] = field(default=None, metadata={"help": "Cache of the domain classifier and reference statistics (default $GAN_ACCEL_CACHE or ~/.cache/gan_accel)."})
+    eval_cache_dir: Optional[str] = field(default=None, metadata={"help": "Cache of the domain classifier and reference statistics (default OUTPUT_DIR/cache; share one folder between runs to train the classifier once)."})
     inception_weights: Optional[str] = field(default=None, metadata={"help": "Inception-v3 FID weights file, for --eval_feature_extractor inception."})
 
     def __post_init__(self) -> None:
