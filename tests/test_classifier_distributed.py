@@ -1,48 +1,29 @@
-"""Two processes on CPU (gloo, forked like ``accelerate.debug_launcher`` but on a free port so it
-can run beside other jobs): the evaluated sample count equals the validation size although 101
-does not split over 2 processes, and the LR schedule, sized for Accelerate's num_processes
-scheduler ticks per update, ends at exactly zero at the last update (not before)."""
+"""Two processes on CPU (gloo, through torchrun: fresh processes, since forking a process whose
+OpenMP pool is already running can deadlock in the children): the evaluated sample count equals
+the validation size although 101 does not split over 2 processes, and the LR schedule, sized for
+Accelerate's num_processes scheduler ticks per update, ends at exactly zero at the last update
+(not before)."""
 import json
-import socket
+import os
+import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # tests/classifier_fixtures.py (no conftest)
-from classifier_fixtures import make_corpus, make_tiny, read_jsonl, single_thread, train_argv, train_in_process  # noqa: E402
+from classifier_fixtures import REPO, make_corpus, make_tiny, read_jsonl, single_thread, train_argv  # noqa: E402
 
 one_thread = pytest.fixture(scope="module", autouse=True)(single_thread)
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def launch_on_two_cpu_processes(fn, *args) -> None:
-    """``accelerate.debug_launcher(fn, num_processes=2)`` with a free port instead of 29500."""
-    from accelerate.utils import PrepareForLaunch, patch_environment
-    from torch.multiprocessing import start_processes
-
-    with tempfile.NamedTemporaryFile() as rdv, patch_environment(
-        world_size=2, master_addr="127.0.0.1", master_port=str(free_port()), accelerate_mixed_precision="no",
-        accelerate_debug_rdv_file=rdv.name, accelerate_use_cpu="yes", gloo_socket_ifname="lo",
-    ):
-        start_processes(PrepareForLaunch(fn, debug=True), args=args, nprocs=2, start_method="fork")
-
-
-def _train(argv):
-    import os
-
-    import torch.distributed as dist
-
-    # The debug launch leaves LOCAL_RANK unset, so every rank would think it is the local main
-    # process (two progress bars, doubled prints); one machine: local rank = rank.
-    os.environ["LOCAL_RANK"] = str(dist.get_rank())
-    train_in_process(argv)
+def torchrun_two_cpu_processes(argv) -> None:
+    env = {**os.environ, "ACCELERATE_USE_CPU": "1", "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1",
+           "TRANSFORMERS_OFFLINE": "1"}
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
+           str(REPO / "scripts" / "train_classifier.py"), *argv]
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
 
 
 def test_two_processes_eval_count_and_schedule_end(tmp_path):
@@ -51,7 +32,7 @@ def test_two_processes_eval_count_and_schedule_end(tmp_path):
     out = tmp_path / "out"
     argv = train_argv(corpus, tiny, out, "--num_train_epochs", "1", "--gradient_accumulation_steps", "2",
                       "--log_every", "1", "--eval_batch_size", "8")
-    launch_on_two_cpu_processes(_train, argv)
+    torchrun_two_cpu_processes(argv)
 
     results = json.loads((out / "eval_results.json").read_text())
     assert results["final"]["eval/samples"] == 101  # not 102: duplicates of the padded last batch dropped
