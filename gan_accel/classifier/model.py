@@ -67,15 +67,23 @@ def build_optimizer(model: torch.nn.Module, args: ClassifierTrainArguments) -> t
         if p.requires_grad:
             (no_decay if name.endswith(NO_DECAY) or p.ndim < 2 else decay).append(p)
     groups = [{"params": decay, "weight_decay": args.weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
-    if args.optimizer == "adam":
+    if args.optimizer in ("adam", "adamw"):
         # torch Adam couples decay into the gradient (L2); with the default 0.0 that is moot.
-        return torch.optim.Adam(groups, lr=args.learning_rate)
-    if args.optimizer == "adamw":
-        return torch.optim.AdamW(groups, lr=args.learning_rate)
+        return fused_or_foreach(torch.optim.Adam if args.optimizer == "adam" else torch.optim.AdamW, groups,
+                                lr=args.learning_rate)
     from transformers.optimization import Adafactor
 
     # A fixed learning rate so the warm-up schedule drives it, as with Adam.
     return Adafactor(groups, lr=args.learning_rate, scale_parameter=False, relative_step=False, warmup_init=False)
+
+
+def fused_or_foreach(cls, params, **kwargs) -> torch.optim.Optimizer:
+    """The fused kernel where the device has it (CPU and CUDA do): one kernel for all tensors, and
+    a non-finite update is skipped on the device (``apply_update``); else the foreach one."""
+    try:
+        return cls(params, fused=True, **kwargs)
+    except (RuntimeError, ValueError):
+        return cls(params, foreach=True, **kwargs)
 
 
 @dataclass

@@ -18,6 +18,7 @@ from typing import Any, Callable, Dict, Optional
 import torch
 
 from ..config import RunArguments, config_to_dict
+from ..gan.step import apply_update
 from ..loop.guard import grads_finite
 from ..loop.run import TrainingRun
 from .config import ClassifierDataArguments, ClassifierModelArguments, ClassifierTrainArguments
@@ -70,7 +71,8 @@ def build_parts(run: TrainingRun, raw: LabelledRows, tokenizer, data_args: Class
 def train_step(acc, parts: Parts, batch: dict, max_grad_norm: float, agree_on_finite: bool) -> Dict[str, Any]:
     """One micro-batch inside ``accumulate``; on a sync step, a guarded optimizer update.
 
-    Returns ``{"loss/train": tensor}`` plus, on sync steps, ``"finite"`` (bool).
+    Returns ``{"loss/train": tensor}`` plus, on sync steps, ``"finite"`` (a 0-dim bool tensor on
+    the device: no host sync here; the guard reads it back at log/checkpoint time).
     """
     model, optimizer, scheduler = parts.model, parts.optimizer, parts.scheduler
     out: Dict[str, Any] = {}
@@ -79,17 +81,20 @@ def train_step(acc, parts: Parts, batch: dict, max_grad_norm: float, agree_on_fi
         acc.backward(loss)
         out["loss/train"] = loss.detach()
         if acc.sync_gradients:
-            finite = grads_finite(model)  # after DDP's all-reduce: the same on every rank
+            finite = None  # apply_update checks the gradients (after DDP's all-reduce: same on every rank)
+            if max_grad_norm > 0:
+                # The global norm is finite iff every gradient is: it doubles as the check (one pass
+                # over the gradients, not two). Clipped non-finite gradients stay non-finite.
+                norm = acc.clip_grad_norm_(model.parameters(), max_grad_norm)
+                finite = torch.isfinite(norm) if norm is not None else None
             if agree_on_finite:
                 # Local SGD skips the all-reduce, so ranks could disagree: vote (any bad -> skip).
-                finite = acc.reduce((~finite).float().to(acc.device), reduction="sum") == 0
-            out["finite"] = bool(finite)  # one host sync per update
-            if out["finite"]:
-                if max_grad_norm > 0:
-                    acc.clip_grad_norm_(model.parameters(), max_grad_norm)
-                optimizer.step()
-                scheduler.step()  # steps num_processes ticks (see ScheduleLength)
-            optimizer.zero_grad(set_to_none=True)
+                local = finite if finite is not None else grads_finite(model)
+                finite = acc.reduce((~local).float().to(acc.device), reduction="sum") == 0
+            # The GAN path's update: a fused optimizer skips a non-finite update on the device
+            # (found_inf); the scheduler steps num_processes ticks (see ScheduleLength).
+            out["finite"] = apply_update(acc, optimizer, scheduler, model, check_finite=acc.mixed_precision != "fp16",
+                                         finite=finite)
     return out
 
 

@@ -67,7 +67,8 @@ def g_step(accelerator, D, fake: torch.Tensor, labels: Optional[torch.Tensor], l
     return {"loss/G": g_loss.detach()}
 
 
-def apply_update(accelerator, optimizer, scheduler, module, check_finite: bool) -> Optional[torch.Tensor]:
+def apply_update(accelerator, optimizer, scheduler, module, check_finite: bool,
+                 finite: Optional[torch.Tensor] = None) -> Optional[torch.Tensor]:
     """Step ``optimizer`` and its scheduler on a sync step; skip the update if its gradients are
     not finite (checked after DDP's all-reduce, so every rank agrees).
 
@@ -76,10 +77,14 @@ def apply_update(accelerator, optimizer, scheduler, module, check_finite: bool) 
     optimizer the skip happens on the device (the ``found_inf`` input GradScaler also uses: the
     kernel leaves weights, moments and step count untouched), so there is no host sync here;
     other optimizers need one ``bool()``. Under fp16 the GradScaler does this itself.
+    ``finite``: the verdict when the caller already has it (e.g. agreed across ranks).
     """
     if not accelerator.sync_gradients:
         return None
-    finite = grads_finite(module) if check_finite else None
+    if check_finite and finite is None:
+        finite = grads_finite(module)
+    elif not check_finite:
+        finite = None
     raw = optimizer.optimizer
     if finite is not None and raw.defaults.get("fused"):
         raw.found_inf = (~finite).float()

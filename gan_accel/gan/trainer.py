@@ -23,6 +23,7 @@ from .augment import make_augment, parse_policy
 from .config import GANDataArguments, GANEvalArguments, GANModelArguments, GANTrainArguments
 from .ema import EMA, recalibrate_batchnorm
 from .noise import AUGMENT, GP_ALPHA, NOISE, StepNoise
+from .speed import compile_in_place, to_channels_last
 from .step import apply_update, d_step, g_step, make_adam
 
 
@@ -58,6 +59,8 @@ def build_parts(run: TrainingRun, data: ImageData, model_args: GANModelArguments
     G, D = build_models(model_args.arch, z_dim=model_args.z_dim, channels=data.channels, image_size=data.images.shape[-1],
                         g_channels=model_args.g_channels, d_channels=model_args.d_channels, d_norm=model_args.d_norm, g_norm=model_args.g_norm,
                         num_classes=num_classes)
+    if train.channels_last:
+        to_channels_last(G, D)  # before the optimizers (and the EMA copy) see the parameters
     betas = (train.adam_beta1, train.adam_beta2)
     opt_G = make_adam(G.parameters(), train.lr_g, betas)
     opt_D = make_adam(D.parameters(), train.lr_d, betas)
@@ -73,7 +76,13 @@ def build_parts(run: TrainingRun, data: ImageData, model_args: GANModelArguments
         raise ConfigError(f"--batch_size {train.batch_size} x {P} processes is larger than the dataset ({len(data)} images); lower --batch_size")
     G, D, opt_G, opt_D, sched_G, sched_D, loader = acc.prepare(G, D, opt_G, opt_D, sched_G, sched_D, loader)
     ema = EMA(acc.unwrap_model(G), train.ema_decay, train.ema_start)
+    if train.compile:
+        # After the EMA copy (kept eager: it only samples) and in place, so state-dict keys and
+        # checkpoints are the same with or without --compile.
+        compile_in_place({"G": acc.unwrap_model(G), "D": acc.unwrap_model(D)}, acc.device, run.print)
     images = data.images.to(acc.device)
+    if train.channels_last:
+        images = images.contiguous(memory_format=torch.channels_last)  # batches gathered from it stay NHWC
     labels = data.labels.to(acc.device) if data.labels is not None else None
     noise = StepNoise(seed, acc.device, P, acc.process_index, train.batch_size)
     return GANParts(G, D, opt_G, opt_D, sched_G, sched_D, loader, sampler, ema, images, labels, noise)

@@ -1,0 +1,110 @@
+"""Run the selected benchmarks, print one table, write the JSON."""
+from __future__ import annotations
+
+import json
+import platform
+import tempfile
+from pathlib import Path
+from typing import Callable, Dict, List
+
+import torch
+
+from .common import set_threads
+
+
+def machine() -> Dict[str, object]:
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+        flags = next((ln for ln in Path("/proc/cpuinfo").read_text().splitlines() if ln.startswith("flags")), "")
+        isa = [f for f in ("avx2", "avx512f", "avx512_bf16", "amx_bf16") if f in flags.split()]
+    except OSError:
+        isa = []
+    import os
+
+    info = {"cpu": cpu, "cpu_isa": isa, "logical_cpus": os.cpu_count(), "torch": torch.__version__,
+            "python": platform.python_version(), "threads": torch.get_num_threads()}
+    try:
+        import accelerate
+        import transformers
+
+        info.update(accelerate=accelerate.__version__, transformers=transformers.__version__)
+    except ImportError:
+        pass
+    if torch.cuda.is_available():
+        info["gpu"] = torch.cuda.get_device_name(0)
+    return info
+
+
+def run_benchmark(args, command: str = "", log: Callable[[str], None] = print) -> dict:
+    from .classifier import ClassifierBenchSetup, bench_classifier
+    from .gan import GANBenchSetup, bench_gan
+    from .sampling import bench_sampling
+
+    set_threads(args.threads)
+    work = Path(args.work_dir or tempfile.mkdtemp(prefix="gan_accel_bench_"))
+    work.mkdir(parents=True, exist_ok=True)
+    parts = [p.strip() for p in args.only.split(",") if p.strip()]
+    cpu = args.device == "cpu"
+    result: Dict[str, object] = {"machine": machine(), "command": command}
+    if "gan" in parts or "sampling" in parts:
+        setup = GANBenchSetup(image_size=args.gan_image_size, batch_size=args.gan_batch_size, rounds=args.gan_rounds,
+                              chunk=args.gan_chunk, warmup=args.gan_warmup, seed=args.seed, cpu=cpu,
+                              g_channels=args.gan_channels, d_channels=args.gan_channels)
+        variants = [v for v in args.gan_variants.split(",") if v]
+        log(f"GAN: {len(variants) + 2} contenders x {setup.rounds} rounds x {setup.chunk} steps (+{setup.warmup} warm-up)")
+        result["gan"] = bench_gan(setup, variants, log=log, export_to=work / "generator")
+    if "classifier" in parts:
+        setup = ClassifierBenchSetup(reps=args.classifier_reps, epochs=args.classifier_epochs,
+                                     n_train=args.classifier_n_train, seed=args.seed, cpu=cpu)
+        log(f"Classifier: toolkit vs transformers.Trainer x {setup.reps} pairs")
+        result["classifier"] = bench_classifier(setup, work / "classifier", log=log)
+    if "sampling" in parts:
+        result["sampling"] = bench_sampling(work / "generator", args.sample_images, args.sample_batch_size,
+                                            args.sample_reps, work / "samples", device=args.device, log=log)
+    return result
+
+
+def _fmt(s: dict, digits: int = 1) -> str:
+    return f"{s['median']:.{digits}f} (spread {100 * s['spread']:.0f}%)"
+
+
+def table(result: dict) -> str:
+    rows: List[tuple] = []
+    g = result.get("gan")
+    if g:
+        ips = g["images_per_s"]
+        rows.append(("GAN plain PyTorch loop", "img/s", _fmt(ips["plain"])))
+        rows.append(("GAN toolkit (GANTrainer.train_loop)", "img/s", _fmt(ips["toolkit"])))
+        rows.append(("  ratio toolkit / plain", "x", _fmt(g["ratio_vs_plain"], 3)))
+        rows.append(("  max |weight diff| (G, D, EMA)", "", f"{g['weights_max_abs_diff']:.3g} after {g['steps_compared']} steps"))
+        for name, s in g["variant_ratio_vs_toolkit"].items():
+            rows.append((f"  toolkit --{name} / toolkit", "x", _fmt(s, 3)))
+        rows.append(("  end-of-run checkpoint + grid (once)", "s", f"{g['end_of_run_io_seconds']:.2f}"))
+    c = result.get("classifier")
+    if c:
+        sps = c["samples_per_s"]
+        rows.append(("Classifier transformers.Trainer", "samples/s", _fmt(sps["trainer"])))
+        rows.append(("Classifier toolkit (ClassifierLoop)", "samples/s", _fmt(sps["toolkit"])))
+        rows.append(("  ratio toolkit / Trainer", "x", _fmt(c["ratio_vs_trainer"], 3)))
+        rows.append(("  ratio without the toolkit's exports", "x", _fmt(c["ratio_vs_trainer_without_exports"], 3)))
+        acc = c["accuracy"]
+        rows.append(("  final accuracy toolkit / Trainer", "", f"{acc['toolkit']['median']:.4f} / {acc['trainer']['median']:.4f}"))
+    s = result.get("sampling")
+    if s:
+        rows.append((f"Sampling (generate_images, batch {s['batch_size']})", "img/s", _fmt(s["images_per_s"], 0)))
+        rows.append(("  with PNG files (sample_gan.py)", "img/s", _fmt(s["images_per_s_with_png_files"], 0)))
+    width = max(len(r[0]) for r in rows) if rows else 10
+    lines = [f"{'benchmark':<{width}}  {'unit':<9}  median (max-min spread)", "-" * (width + 40)]
+    lines += [f"{a:<{width}}  {b:<9}  {c}" for a, b, c in rows]
+    return "\n".join(lines)
+
+
+def write_json(result: dict, path: Path) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(result, indent=2, default=str) + "\n")
+    return path

@@ -1,0 +1,79 @@
+"""Benchmark the toolkit's loops against a plain PyTorch loop (GAN) and transformers.Trainer
+(classifier), plus sampling throughput, in ONE process with the contenders interleaved:
+
+    OMP_NUM_THREADS=1 python scripts/bench.py --output_json bench.json
+
+Prints a table (medians and max-min spread over repetitions) and writes the JSON
+(``gan.ratio_vs_plain``, ``classifier.ratio_vs_trainer``, raw figures beside them).
+"""
+from __future__ import annotations
+
+import shlex
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional, Sequence
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # runnable from a checkout without install
+
+from gan_accel.config import check_choice, check_positive, choice, parse_config  # noqa: E402
+from gan_accel.errors import ConfigError, cli_entry  # noqa: E402
+
+PARTS = ("gan", "classifier", "sampling")
+GAN_VARIANTS = ("channels_last", "compile", "bf16", "fp16")
+
+
+@dataclass
+class BenchArguments:
+    output_json: str = field(default="bench.json", metadata={"help": "Where to write the figures (JSON)."})
+    only: str = field(default="gan,classifier,sampling", metadata={"help": "Comma-separated subset of gan,classifier,sampling."})
+    device: str = choice("cpu", ("cpu", "cuda"), "Device of every contender.")
+    threads: int = field(default=1, metadata={"help": "Intra-op threads for every contender (the same for all; 1 is steadiest on a shared machine)."})
+    seed: int = field(default=0, metadata={"help": "Seed of every contender."})
+    gan_image_size: int = field(default=32, metadata={"help": "DCGAN resolution (digits, resized)."})
+    gan_batch_size: int = field(default=64, metadata={"help": "GAN batch size."})
+    gan_channels: int = field(default=64, metadata={"help": "DCGAN width (g_channels = d_channels)."})
+    gan_rounds: int = field(default=8, metadata={"help": "Interleaved rounds (each contender runs one chunk per round)."})
+    gan_chunk: int = field(default=4, metadata={"help": "Timed G updates per contender per round."})
+    gan_warmup: int = field(default=3, metadata={"help": "Untimed updates per contender first (compilation included)."})
+    gan_variants: str = field(default="channels_last,bf16", metadata={"help": "Toolkit variants measured against its default: a subset of channels_last,compile,bf16,fp16 ('' none; bf16 and fp16 in separate runs)."})
+    classifier_reps: int = field(default=5, metadata={"help": "Toolkit/Trainer pairs (each a full training run)."})
+    classifier_epochs: int = field(default=3, metadata={"help": "Epochs per classifier run."})
+    classifier_n_train: int = field(default=960, metadata={"help": "Generated training sentences."})
+    sample_images: int = field(default=1024, metadata={"help": "Images per sampling repetition."})
+    sample_batch_size: int = field(default=256, metadata={"help": "Batch size of generate_images (sample_gan.py's default)."})
+    sample_reps: int = field(default=3, metadata={"help": "Sampling repetitions."})
+    work_dir: Optional[str] = field(default=None, metadata={"help": "Scratch folder (default: a new temporary one)."})
+    debug: bool = field(default=False, metadata={"help": "Show full tracebacks."})
+
+    def __post_init__(self) -> None:
+        check_choice("device", self.device, ("cpu", "cuda"))
+        for part in filter(None, self.only.split(",")):
+            check_choice("only", part.strip(), PARTS)
+        for v in filter(None, self.gan_variants.split(",")):
+            check_choice("gan_variants", v.strip(), GAN_VARIANTS)
+        for name in ("threads", "gan_image_size", "gan_batch_size", "gan_channels", "gan_rounds", "gan_chunk",
+                     "classifier_reps", "classifier_epochs", "classifier_n_train", "sample_images",
+                     "sample_batch_size", "sample_reps"):
+            check_positive(name, getattr(self, name))
+        check_positive("gan_warmup", self.gan_warmup, allow_zero=True)
+        if {"bf16", "fp16"} <= {v.strip() for v in self.gan_variants.split(",")}:
+            raise ConfigError("--gan_variants: bf16 and fp16 need separate runs (Accelerate's precision is process-wide)")
+        if not self.only.strip():
+            raise ConfigError("--only must name at least one of gan,classifier,sampling")
+
+
+@cli_entry
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    (args,) = parse_config((BenchArguments,), argv, description=__doc__)
+    from gan_accel.bench.report import run_benchmark, table, write_json
+
+    command = "python scripts/bench.py " + shlex.join(list(argv) if argv is not None else sys.argv[1:])
+    result = run_benchmark(args, command=command)
+    print(table(result))
+    print(f"Wrote {write_json(result, Path(args.output_json))}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,98 @@
+"""--channels_last and --compile: a few steps, checkpoints keep their key names, resume works;
+the compile fallback prints why and trains eagerly. Fused Adam and the sync-free update on the
+classifier path."""
+import json
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from gan_accel.gan import speed
+from helpers import TINY_GAN, load_script
+
+train_gan = load_script("train_gan").main
+
+
+def _run(out, *extra):
+    return train_gan([*TINY_GAN, "--output_dir", str(out), "--checkpointing_steps", "2", *extra])
+
+
+def _keys(ckpt):
+    return {name: set(load_file(str(ckpt / name))) for name in ("model.safetensors", "model_1.safetensors", "ema.safetensors")}
+
+
+def test_channels_last_trains_checkpoints_and_resumes(tmp_path):
+    plain, cl = tmp_path / "plain", tmp_path / "cl"
+    assert _run(plain, "--max_steps", "4") == 0
+    assert _run(cl, "--max_steps", "2", "--channels_last") == 0
+    assert _run(cl, "--max_steps", "4", "--channels_last", "--resume_from_checkpoint", "latest") == 0
+    a, b = plain / "checkpoints" / "step_00000004", cl / "checkpoints" / "step_00000004"
+    assert _keys(a) == _keys(b)  # same names: a channels_last checkpoint loads anywhere
+    G_plain, G_cl = load_file(str(a / "model.safetensors")), load_file(str(b / "model.safetensors"))
+    # Same maths in another memory layout: equal up to convolution rounding.
+    assert max(float((G_plain[k] - G_cl[k]).abs().max()) for k in G_plain) < 1e-4
+    assert json.loads((b / "trainer_state.json").read_text())["state"]["step"] == 4
+
+
+def test_compile_fallback_trains_eagerly_with_a_message(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(speed, "compile_unavailable", lambda device: "RuntimeError: no compiler (test)")
+    assert _run(tmp_path / "run", "--max_steps", "2", "--compile") == 0
+    out = capsys.readouterr().out
+    assert "--compile: torch.compile is unavailable here (RuntimeError: no compiler (test)); training continues" in out
+    assert (tmp_path / "run" / "generator" / "model.safetensors").is_file()
+
+
+def test_compile_in_place_keeps_state_dict_names(monkeypatch):
+    """The flag's plumbing without paying for a compilation: modules are compiled in place."""
+    monkeypatch.setattr(speed, "compile_unavailable", lambda device: None)
+    G = torch.nn.Sequential(torch.nn.Linear(2, 2))
+    keys = set(G.state_dict())
+    messages = []
+    assert speed.compile_in_place({"G": G}, torch.device("cpu"), messages.append)
+    assert set(G.state_dict()) == keys and G._compiled_call_impl is not None
+    assert "compiled G" in messages[0]
+
+
+@pytest.mark.slow
+def test_compile_trains_checkpoints_and_resumes(tmp_path):
+    """Real torch.compile on CPU (tens of seconds): same checkpoint names, resume continues."""
+    out = tmp_path / "run"
+    assert _run(out, "--max_steps", "2", "--compile") == 0
+    assert _run(out, "--max_steps", "4", "--compile", "--resume_from_checkpoint", "latest") == 0
+    ref = tmp_path / "ref"
+    assert _run(ref, "--max_steps", "4") == 0
+    ckpt = out / "checkpoints" / "step_00000004"
+    assert _keys(ckpt) == _keys(ref / "checkpoints" / "step_00000004")
+
+
+def test_config_rejects_nothing_but_saves_the_flags(tmp_path):
+    assert train_gan([*TINY_GAN, "--output_dir", str(tmp_path / "d"), "--channels_last", "--compile", "--dry_run"]) == 0
+
+
+def test_classifier_optimizer_is_fused_and_update_is_sync_free():
+    from gan_accel.classifier.config import ClassifierTrainArguments
+    from gan_accel.classifier.model import build_optimizer
+
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.LayerNorm(4))
+    for name in ("adam", "adamw"):
+        opt = build_optimizer(model, ClassifierTrainArguments(optimizer=name))
+        assert opt.defaults["fused"] is True
+
+
+def test_apply_update_skips_on_device_with_a_given_verdict():
+    from types import SimpleNamespace
+
+    from gan_accel.gan.step import apply_update, make_adam
+
+    p = torch.nn.Parameter(torch.ones(3))
+    raw = make_adam([p], 0.1, (0.5, 0.999))
+    calls = []
+    acc = SimpleNamespace(sync_gradients=True, device=torch.device("cpu"))
+    opt = SimpleNamespace(optimizer=raw, step=raw.step, zero_grad=raw.zero_grad)
+    sched = SimpleNamespace(step=lambda: calls.append(1))
+    p.grad = torch.ones(3)
+    ok = apply_update(acc, opt, sched, torch.nn.Module(), True, finite=torch.tensor(False))
+    assert torch.is_tensor(ok) and not bool(ok) and torch.equal(p.detach(), torch.ones(3))  # skipped on the device
+    p.grad = torch.ones(3)
+    assert bool(apply_update(acc, opt, sched, torch.nn.Module(), True, finite=torch.tensor(True)))
+    assert not torch.equal(p.detach(), torch.ones(3)) and calls == [1, 1]
