@@ -39,8 +39,8 @@ def test_train_writes_every_file(run_dir):
     grids = sorted(p.name for p in (run_dir / "samples").iterdir())
     assert grids == ["step_000006.png", "step_000012.png"]
     with Image.open(run_dir / "samples" / "step_000012.png") as img:
-        # 16 images, 8 per row, 16 px + 2 px padding: 2 rows x 8 columns.
-        assert img.size == (8 * 18 + 2, 2 * 18 + 2)
+        # 16 images of 16 px + 2 px padding, as square as possible: 4 rows x 4 columns.
+        assert img.size == (4 * 18 + 2, 4 * 18 + 2)
 
     ckpts = sorted(p.name for p in (run_dir / "checkpoints").iterdir())
     assert ckpts == ["step_00000008", "step_00000012"]  # total_limit 2 kept the newest two

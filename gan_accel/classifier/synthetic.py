@@ -53,3 +53,22 @@ def make_corpus(folder: Path, n_train: int = 480, n_val: int = 101) -> dict:
     folder.mkdir(parents=True, exist_ok=True)
     return {"train": write_rows(folder / "train.csv", make_rows(n_train, seed=1)),
             "validation": write_rows(folder / "validation.jsonl", make_rows(n_val, seed=2))}
+
+
+def main(argv=None) -> int:
+    """``python -m gan_accel.classifier.synthetic --output_dir DIR [--n_train N --n_val M]``:
+    write DIR/train.csv and DIR/validation.jsonl (for smoke runs and the README's examples)."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("--output_dir", required=True, help="Folder for train.csv and validation.jsonl.")
+    parser.add_argument("--n_train", type=int, default=480, help="Training sentences.")
+    parser.add_argument("--n_val", type=int, default=101, help="Validation sentences.")
+    args = parser.parse_args(argv)
+    files = make_corpus(Path(args.output_dir), args.n_train, args.n_val)
+    print(f"wrote {files['train']} and {files['validation']}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -3,6 +3,7 @@ ONE ``accelerator.prepare``; D phase then G phase inside one ``accumulate(G, D)`
 from __future__ import annotations
 
 import copy
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
@@ -262,7 +263,8 @@ class GANTrainer:
             dev = self.run.accelerator.device
             labels = self.sample_labels.to(dev) if self.sample_labels is not None else None
             images = G(self.sample_z.to(dev), labels).float().cpu()
-        nrow = self.num_classes or 8
+        # A row per class when conditional; otherwise as square as the count allows (100 -> 10 x 10).
+        nrow = self.num_classes or max(1, math.ceil(math.sqrt(len(images))))
         return save_grid(images, self.run.output_dir / "samples" / f"step_{self.run.state.step:06d}.png", nrow=nrow)
 
     def save_checkpoint(self) -> Path:

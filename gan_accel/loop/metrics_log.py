@@ -17,6 +17,16 @@ from tqdm.auto import tqdm
 Number = Union[int, float, torch.Tensor]
 
 
+def peak_memory_mb(device) -> float:
+    """Peak memory of this process so far: allocated tensors on CUDA, resident set on the CPU."""
+    device = torch.device(device)
+    if device.type == "cuda":
+        return torch.cuda.max_memory_allocated(device) / 2**20
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux reports KiB
+
+
 class MetricsLogger:
     def __init__(self, accelerator, output_dir: Path, total_steps: int, initial_step: int, log_every: int,
                  unit: str = "img", desc: str = "train") -> None:
@@ -56,6 +66,7 @@ class MetricsLogger:
             stacked = acc.reduce(stacked, reduction="mean") if acc.num_processes > 1 else stacked
             values = dict(zip(keys, stacked.tolist()))  # the one host sync of this interval
         elapsed = time.perf_counter() - self._t0
+        values["memory/peak_mb"] = peak_memory_mb(acc.device)
         if self._samples and elapsed > 0:
             values[f"throughput/{self.unit}_per_s"] = self._samples * acc.num_processes / elapsed
         for key, value in (extra or {}).items():

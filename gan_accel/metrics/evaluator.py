@@ -53,6 +53,10 @@ class EvalResult:
     coverage_kl: Optional[float] = None           # KL(real || generated), eps-smoothed
     class_histogram: Optional[List[float]] = None
     conditional_accuracy: Optional[float] = None  # conditional generators only
+    # The like-for-like comparison with the floor: the first num_floor generated images against
+    # the floor's own real reference (FID is biased upwards at small sizes, so compare these two).
+    fid_at_floor_size: Optional[float] = None
+    kid_at_floor_size_mean: Optional[float] = None
 
     def flat(self, prefix: str = "eval/") -> Dict[str, float]:
         """The scalar figures as floats under namespaced keys (for trackers and metrics.jsonl)."""
@@ -69,7 +73,8 @@ def format_result(result: EvalResult) -> str:
         f"FID {result.fid:.4f}  KID {result.kid_mean:.5f} +- {result.kid_std:.5f}  "
         f"({result.feature_extractor} features, {result.num_generated} generated vs {result.num_reference} real)",
         f"floor: FID {result.fid_floor:.4f}  KID {result.kid_floor_mean:.5f} +- {result.kid_floor_std:.5f}  "
-        f"(real training subset vs held-out, {result.num_floor} images each)",
+        f"(real training subset vs held-out, {result.num_floor} images each); generated at that size: "
+        f"FID {result.fid_at_floor_size:.4f}  KID {result.kid_at_floor_size_mean:.5f}",
     ]
     if result.classes_covered is not None:
         lines.append(f"coverage: {result.classes_covered}/{result.num_classes} classes, KL(real||gen) {result.coverage_kl:.4f}; "
@@ -129,6 +134,9 @@ class GANEvaluator:
         self.distance = FeatureDistance(features, kid_subsets, seed, self.device)
         self._load_or_set_reference(self.distance, ref_idx, features.cache_key, fingerprint)
         self.floor = self._floor(features, train_idx, heldout_idx, kid_subsets, fingerprint)
+        self.num_floor = int(self.floor["num_images"])
+        self.floor_distance = FeatureDistance(features, kid_subsets, seed, self.device)
+        self.floor_distance.set_reference(self._real_batches(train_idx[: self.num_floor]))
         self.label_probs = self._label_probs()
 
     # -- built once ---------------------------------------------------------------------------
@@ -220,6 +228,7 @@ class GANEvaluator:
         cuda = [g_device.index if g_device.index is not None else torch.cuda.current_device()] if g_device.type == "cuda" else []
         preds: List[torch.Tensor] = []
         conds: List[torch.Tensor] = []
+        first: List[torch.Tensor] = []   # the first num_floor generated images, for the same-size score
         classifier = self.domain.classifier if self.domain is not None else None
 
         def fake_batches() -> Iterator[torch.Tensor]:
@@ -233,6 +242,8 @@ class GANEvaluator:
                     preds.append(classifier(x).argmax(1).cpu())
                 if y is not None:
                     conds.append(y)
+                if sum(len(f) for f in first) < self.num_floor:
+                    first.append(x)
                 yield x
 
         was_training = G.training
@@ -241,6 +252,7 @@ class GANEvaluator:
             with torch.random.fork_rng(devices=cuda):
                 torch.manual_seed(self.seed)   # for generators that draw their own noise (e.g. noise inputs)
                 scores = self.distance.score(fake_batches())
+                same_size = self.floor_distance.score(torch.cat(first)[: self.num_floor].split(self.batch_size))
         finally:
             G.train(was_training)
         result = EvalResult(
@@ -248,6 +260,7 @@ class GANEvaluator:
             fid_floor=self.floor["fid"], kid_floor_mean=self.floor["kid_mean"], kid_floor_std=self.floor["kid_std"],
             num_generated=int(scores["num_images"]), num_reference=self.distance.num_real,
             num_floor=int(self.floor["num_images"]), feature_extractor=self.feature_extractor,
+            fid_at_floor_size=same_size["fid"], kid_at_floor_size_mean=same_size["kid_mean"],
         )
         if self.domain is not None:
             cov = class_coverage(torch.cat(preds), self.real.labels, self.real.num_classes, self.coverage_min_share_ratio)
