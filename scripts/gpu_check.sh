@@ -3,7 +3,7 @@
 # fp32 / bf16 / fp16, channels_last and torch.compile; the fp16 two-optimizer path with skipped
 # steps counted per optimizer; images/s of each. Figures go to $OUT (default gpu_check_out/).
 #
-#     bash scripts/gpu_check.sh            # then copy the summary into docs/performance.md
+#     bash scripts/gpu_check.sh            # then copy the summary into the README (Performance)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PY:-.venv/bin/python}

@@ -72,7 +72,7 @@ class GANTrainArguments:
     ema_start: int = field(default=0, metadata={"help": "G update from which the EMA averages (a plain copy before)."})
     sample_every: int = field(default=250, metadata={"help": "G updates between sample grids (0: only the final one)."})
     num_sample_images: int = field(default=64, metadata={"help": "Images in each sample grid (fixed noise)."})
-    channels_last: bool = field(default=False, metadata={"help": "Keep G, D and the images in channels_last (NHWC) memory format: faster convolutions on recent GPUs and, mildly, on CPU (see docs/performance.md)."})
+    channels_last: bool = field(default=False, metadata={"help": "Keep G, D and the images in channels_last (NHWC) memory format: faster convolutions on recent GPUs and, mildly, on CPU (see the README, Performance)."})
     compile: bool = field(default=False, metadata={"help": "torch.compile G and D in place (checkpoint names unchanged); falls back to eager with a message where compilation is unavailable. Slow to start, pays off on long GPU runs."})
 
     def __post_init__(self) -> None:
