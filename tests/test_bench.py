@@ -1,6 +1,7 @@
 """scripts/bench.py with tiny settings: the JSON has its keys, and the toolkit's GAN loop ends with
 exactly the weights of the plain PyTorch loop (a real check of the comparison, not a timing)."""
 import json
+import os
 
 import pytest
 import torch
@@ -12,8 +13,11 @@ bench = load_script("bench").main
 
 
 @pytest.fixture(autouse=True)
-def one_thread():
+def one_thread(monkeypatch):
+    # The benchmark sets the thread count (and OMP/MKL variables) for its contenders: undo both.
     previous = torch.get_num_threads()
+    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        monkeypatch.setenv(var, os.environ.get(var, str(previous)))
     yield
     torch.set_num_threads(previous)
 

@@ -141,7 +141,7 @@ def test_inception_without_weights_is_a_clear_user_error(digits, tmp_path, monke
     monkeypatch.setattr(torch.hub, "get_dir", lambda: str(tmp_path / "hub"))
     with pytest.raises(UserError, match="--inception_weights") as err:
         GANEvaluator(digits, feature_extractor="inception", cache_dir=str(tmp_path))
-    assert "\n" not in str(err.value) and "torch-fidelity" in str(err.value)
+    assert "\n" not in str(err.value) and "gan_accel[inception]" in str(err.value)
     with pytest.raises(UserError, match="file not found"):
         GANEvaluator(digits, feature_extractor="inception", cache_dir=str(tmp_path), inception_weights=str(tmp_path / "x.pth"))
 

@@ -25,7 +25,8 @@ train_gan = load_script("train_gan").main
 def start_training(out, *extra):
     # The same intra-op thread count as the in-process runs it is compared with: CPU kernels sum
     # in a thread-count-dependent order, so bit-identity needs equal thread counts.
-    env = {**os.environ, "OMP_NUM_THREADS": str(torch.get_num_threads())}
+    threads = str(torch.get_num_threads())
+    env = {**os.environ, "OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads}
     cmd = [sys.executable, str(ROOT / "scripts" / "train_gan.py"), *TINY_GAN, "--output_dir", str(out), "--log_every", "1", *extra]
     return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 

@@ -35,7 +35,7 @@ def find_inception_weights(weights_path: Optional[str], cache_dir: Path) -> Path
     for path in inception_candidates(cache_dir):
         if path.is_file():
             return path
-    also = "" if importlib.util.find_spec("torch_fidelity") else " and pip install torch-fidelity"
+    also = "" if importlib.util.find_spec("torch_fidelity") else " and pip install 'gan_accel[inception]'"
     raise UserError(
         f"--feature_extractor inception needs the Inception-v3 FID weights, not found in {cache_dir / 'inception'}: "
         f"download {INCEPTION_URL} into that folder (or pass --inception_weights PATH){also}; "
@@ -56,7 +56,7 @@ class InceptionFeatures(nn.Module):
         super().__init__()
         if importlib.util.find_spec("torch_fidelity") is None:
             raise UserError("--feature_extractor inception needs the torch-fidelity package "
-                            "(pip install torch-fidelity), or use --feature_extractor domain")
+                            "(pip install 'gan_accel[inception]'), or use --feature_extractor domain")
         from torchmetrics.image.fid import NoTrainInceptionV3
 
         self.net = NoTrainInceptionV3(name="inception-v3-compat", features_list=["2048"],
