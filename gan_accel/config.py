@@ -82,7 +82,9 @@ RESUME_SAFE_FIELDS = frozenset(
         "output_dir", "overwrite_output_dir", "resume_from_checkpoint", "max_steps", "num_train_epochs",
         "log_every", "checkpointing_steps", "checkpoints_total_limit", "sample_every", "eval_every",
         "eval_steps", "eval_num_images", "report_to", "max_nonfinite_steps", "dry_run", "debug",
-        "num_sample_images", "inception_weights", "eval_feature_extractor",
+        "num_sample_images", "inception_weights", "eval_feature_extractor", "eval_cache_dir",
+        # Speed settings: the same maths (bit-identity of the continuation is then not promised).
+        "compile", "channels_last", "cpu",
     }
 )
 
