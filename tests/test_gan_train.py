@@ -164,3 +164,15 @@ def test_evaluation_during_training_keeps_the_best_generator(tmp_path):
     state = json.loads((out / "checkpoints" / "step_00000006" / "trainer_state.json").read_text())["state"]
     assert state["best_metric"] == best["eval/fid"]
     assert (out / "cache").is_dir()  # classifier and reference statistics cached in the run folder
+
+
+def test_tensorboard_tracker_writes_events(tmp_path):
+    out = tmp_path / "run"
+    assert train_gan([*TINY_GAN, "--output_dir", str(out), "--max_steps", "2", "--report_to", "tensorboard"]) == 0
+    events = list((out / "logs").rglob("events.out.tfevents.*"))
+    assert events and events[0].stat().st_size > 0
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    acc = EventAccumulator(str(events[0].parent))
+    acc.Reload()
+    assert {"loss/D", "loss/G", "lr/G"} <= set(acc.Tags()["scalars"])
