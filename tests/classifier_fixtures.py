@@ -36,23 +36,9 @@ def make_tiny(folder: Path, train_file: Path) -> Path:
 REPO = Path(__file__).resolve().parents[1]
 
 
-def load_script(name: str):
-    """The module of ``scripts/NAME.py`` (scripts are not a package), to call its ``main(argv)``."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location(f"script_{name}", REPO / "scripts" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def reset_accelerate() -> None:
-    """Forget Accelerate's process-wide singletons so the next in-process run starts clean."""
-    from accelerate.state import AcceleratorState, GradientState, PartialState
-
-    AcceleratorState._reset_state(reset_partial_state=True)
-    GradientState._reset_state()
-    PartialState._reset_state()
+# Shared with the GAN tests and the benchmark rather than written again here.
+from gan_accel.bench.common import reset_accelerate  # noqa: E402,F401
+from helpers import load_script  # noqa: E402,F401
 
 
 def train_argv(corpus: dict, model_dir: Path, output_dir: Path, *extra: str) -> list:
