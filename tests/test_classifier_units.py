@@ -13,7 +13,8 @@ import torch
 from classifier_fixtures import set_offline, write_rows
 from gan_accel.classifier.config import ClassifierDataArguments, ClassifierModelArguments, ClassifierTrainArguments
 from gan_accel.classifier.data import encode_labels, label_names_from, load_hub_splits, read_table
-from gan_accel.classifier.model import build_optimizer, build_scheduler, load_tokenizer, schedule_length
+from gan_accel.classifier.model import build_optimizer, load_tokenizer, schedule_length
+from gan_accel.engine import build_scheduler
 from gan_accel.errors import ConfigError, UserError
 
 
@@ -92,9 +93,14 @@ def test_schedule_length_counts_updates_of_one_process(batches, procs, accum, ep
     length = schedule_length(batches, procs, ClassifierTrainArguments(num_train_epochs=epochs), accum)
     assert length.updates_per_epoch == updates_per_epoch
     assert length.total_updates == updates_per_epoch * epochs
-    # Accelerate steps the prepared scheduler num_processes times per update.
-    assert length.total_ticks == length.total_updates * procs
-    assert length.total_ticks >= math.ceil(batches / accum) * epochs  # the unsharded single-process count
+    # Accelerate steps the prepared scheduler num_processes times per update: the engine's
+    # scheduler ends after total_updates x procs ticks, at least the unsharded single-process count.
+    ticks = length.total_updates * procs
+    assert ticks >= math.ceil(batches / accum) * epochs
+    opt = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=1.0)
+    sched = build_scheduler(length.lr_schedule(), opt, num_processes=procs)
+    lrs = [(opt.step(), sched.step(), sched.get_last_lr()[0])[-1] for _ in range(ticks)]
+    assert lrs[-1] == 0.0 and lrs[-2] > 0.0
     assert length.warmup_updates == math.ceil(0.1 * length.total_updates)
 
 
@@ -109,12 +115,12 @@ def test_linear_schedule_reaches_zero_exactly_at_the_last_update():
     p = torch.nn.Parameter(torch.zeros(1))
     opt = torch.optim.Adam([p], lr=1.0)
     length = schedule_length(10, 1, ClassifierTrainArguments(num_train_epochs=2, learning_rate=1.0), 1)
-    sched = build_scheduler(opt, length)
+    sched = build_scheduler(length.lr_schedule(), opt, num_processes=1)
     lrs = []
-    for _ in range(length.total_ticks):
+    for _ in range(length.total_updates):
         opt.step(), sched.step()
         lrs.append(sched.get_last_lr()[0])
-    assert lrs[length.warmup_ticks - 1] == pytest.approx(1.0)
+    assert lrs[length.warmup_updates - 1] == pytest.approx(1.0)
     assert lrs[-1] == 0.0 and lrs[-2] > 0.0
 
 

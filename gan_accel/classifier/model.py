@@ -11,6 +11,7 @@ from typing import List
 
 import torch
 
+from ..engine import LRSchedule, fused_or_foreach
 from ..errors import UserError
 from .config import ClassifierModelArguments, ClassifierTrainArguments
 
@@ -77,24 +78,15 @@ def build_optimizer(model: torch.nn.Module, args: ClassifierTrainArguments) -> t
     return Adafactor(groups, lr=args.learning_rate, scale_parameter=False, relative_step=False, warmup_init=False)
 
 
-def fused_or_foreach(cls, params, **kwargs) -> torch.optim.Optimizer:
-    """The fused kernel where the device has it (CPU and CUDA do): one kernel for all tensors, and
-    a non-finite update is skipped on the device (``apply_update``); else the foreach one."""
-    try:
-        return cls(params, fused=True, **kwargs)
-    except (RuntimeError, ValueError):
-        return cls(params, foreach=True, **kwargs)
-
-
 @dataclass
 class ScheduleLength:
     """How long the run is, in optimizer updates of ONE process, and the scheduler's tick counts.
 
     Accelerate's prepared scheduler steps ``num_processes`` times per optimizer update (so the
-    schedule is expressed in updates of a single process over the unsharded data). Hence:
-    ``total_ticks = total_updates * num_processes``, which equals the single-process update count
-    over the unsharded data when the batches shard evenly, and is rounded up otherwise so the LR
-    reaches exactly zero at the last update.
+    schedule is expressed in updates of a single process over the unsharded data); the engine
+    sizes it as ``total_updates * num_processes`` ticks, which equals the single-process update
+    count over the unsharded data when the batches shard evenly, and is rounded up otherwise so
+    the LR reaches exactly zero at the last update.
     """
 
     updates_per_epoch: int
@@ -102,13 +94,10 @@ class ScheduleLength:
     warmup_updates: int
     num_processes: int
 
-    @property
-    def total_ticks(self) -> int:
-        return self.total_updates * self.num_processes
-
-    @property
-    def warmup_ticks(self) -> int:
-        return self.warmup_updates * self.num_processes
+    def lr_schedule(self) -> LRSchedule:
+        """Linear warm-up then linear decay to 0 at the last update (the engine converts updates
+        to scheduler ticks)."""
+        return LRSchedule("linear", self.warmup_updates, self.total_updates)
 
 
 def schedule_length(num_batches: int, num_processes: int, args: ClassifierTrainArguments,
@@ -123,13 +112,6 @@ def schedule_length(num_batches: int, num_processes: int, args: ClassifierTrainA
     if warmup >= total and total > 0 and args.num_warmup_steps is not None:
         raise UserError(f"--num_warmup_steps {warmup} must be smaller than the {total} optimizer updates of the run")
     return ScheduleLength(updates_per_epoch, total, min(warmup, max(total - 1, 0)), num_processes)
-
-
-def build_scheduler(optimizer, length: ScheduleLength):
-    from transformers import get_linear_schedule_with_warmup
-
-    return get_linear_schedule_with_warmup(optimizer, num_warmup_steps=length.warmup_ticks,
-                                           num_training_steps=length.total_ticks)
 
 
 def export_model(model, tokenizer, out: Path) -> None:
