@@ -3,8 +3,6 @@ the exported model folder."""
 from __future__ import annotations
 
 import math
-import os
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import List
@@ -13,6 +11,7 @@ import torch
 
 from ..engine import LRSchedule, fused_or_foreach
 from ..errors import UserError
+from ..loop.atomic import atomic_folder
 from .config import ClassifierModelArguments, ClassifierTrainArguments
 
 NO_DECAY = ("bias", "LayerNorm.weight", "layer_norm.weight", "norm.weight")
@@ -115,15 +114,8 @@ def schedule_length(num_batches: int, num_processes: int, args: ClassifierTrainA
 
 
 def export_model(model, tokenizer, out: Path) -> None:
-    """``save_pretrained`` the (unwrapped) model and tokenizer into ``out``, atomically: written into
-    a sibling temp folder, then swapped in, so ``out`` always holds one complete model."""
-    tmp = out.with_name(f".tmp-{out.name}")
-    shutil.rmtree(tmp, ignore_errors=True)
-    model.save_pretrained(tmp, safe_serialization=True)
-    tokenizer.save_pretrained(tmp)
-    old = out.with_name(f".old-{out.name}")
-    if out.exists():
-        shutil.rmtree(old, ignore_errors=True)
-        os.replace(out, old)
-    os.replace(tmp, out)
-    shutil.rmtree(old, ignore_errors=True)
+    """``save_pretrained`` the (unwrapped) model and tokenizer into ``out``, atomically (the same
+    swap as checkpoints): ``out`` always holds one complete model."""
+    with atomic_folder(out) as tmp:
+        model.save_pretrained(tmp, safe_serialization=True)
+        tokenizer.save_pretrained(tmp)
