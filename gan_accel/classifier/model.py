@@ -107,9 +107,9 @@ def schedule_length(num_batches: int, num_processes: int, args: ClassifierTrainA
     per_process = math.ceil(num_batches / num_processes)
     updates_per_epoch = math.ceil(per_process / accumulation)
     total = args.max_steps or updates_per_epoch * args.num_train_epochs
-    warmup = args.num_warmup_steps if args.num_warmup_steps is not None else math.ceil(args.warmup_ratio * total)
-    if warmup >= total and total > 0 and args.num_warmup_steps is not None:
-        raise UserError(f"--num_warmup_steps {warmup} must be smaller than the {total} optimizer updates of the run")
+    warmup = args.warmup_steps if args.warmup_steps is not None else math.ceil(args.warmup_ratio * total)
+    if warmup >= total and total > 0 and args.warmup_steps is not None:
+        raise UserError(f"--warmup_steps {warmup} must be smaller than the {total} optimizer updates of the run")
     return ScheduleLength(updates_per_epoch, total, min(warmup, max(total - 1, 0)), num_processes)
 
 

@@ -67,7 +67,7 @@ class ClassifierTrainer:
         engine.on_update(lambda: self.local_sgd.step() if self.local_sgd is not None else None)
         if on_update is not None:
             engine.every(1, lambda: on_update(self.state))
-        engine.every(self.args.eval_steps, self.evaluate, at_end=True, at_epoch_end=True)
+        engine.every(self.args.eval_every, self.evaluate, at_end=True, at_epoch_end=True)
         engine.before_save(self.sync_replicas)
         engine.checkpoint_files(*schedule_io(self.run, self.length))
 
