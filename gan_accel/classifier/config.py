@@ -57,7 +57,7 @@ class ClassifierModelArguments:
     """The pretrained checkpoint and how it runs."""
 
     model_name_or_path: str = field(default="distilbert-base-cased", metadata={"help": "Hub name or local folder (save_pretrained) of the pretrained model and tokenizer."})
-    gradient_checkpointing: bool = field(default=False, metadata={"help": "Recompute activations in backward: less memory, ~30% more compute."})
+    gradient_checkpointing: bool = field(default=False, metadata={"help": "Recompute activations in backward: less memory, about 30 percent more compute."})
 
     def __post_init__(self) -> None:
         if not self.model_name_or_path:
