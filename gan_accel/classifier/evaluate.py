@@ -9,6 +9,7 @@ from typing import Dict
 import torch
 import torch.nn.functional as F
 
+from ..loop.guard import all_finite
 from ..metrics import classification_metrics
 from .model import export_model
 
@@ -48,14 +49,20 @@ class BestModelKeeper:
         self.key, self.greater_is_better = f"eval/{metric}", greater_is_better
 
     def improved(self, value: float) -> bool:
+        if not math.isfinite(value):
+            return False
         best = self.state.best_metric
         if best is None or math.isnan(best):
             return True
         return value > best if self.greater_is_better else value < best
 
     def update(self, model, metrics: Dict[str, float], epoch: int) -> bool:
-        value = metrics[self.key]
-        if not self.improved(value):
+        # Every metric must be finite, not only the one that ranks: a diverged model's NaN logits
+        # still give a finite accuracy (argmax picks a class), with a NaN loss. The weights are
+        # checked too (on every rank: the same DDP weights, so the same decision everywhere).
+        if not all(math.isfinite(v) for v in metrics.values()) or not self.improved(metrics[self.key]):
+            return False
+        if not bool(all_finite(model.parameters())):
             return False
         self.state.best_metric = value
         if self.accelerator.is_main_process:

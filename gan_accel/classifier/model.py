@@ -12,6 +12,7 @@ from typing import List
 import torch
 
 from ..errors import UserError
+from ..loop.guard import NonFiniteError, all_finite
 from .config import ClassifierModelArguments, ClassifierTrainArguments
 
 NO_DECAY = ("bias", "LayerNorm.weight", "layer_norm.weight", "norm.weight")
@@ -134,7 +135,11 @@ def build_scheduler(optimizer, length: ScheduleLength):
 
 def export_model(model, tokenizer, out: Path) -> None:
     """``save_pretrained`` the (unwrapped) model and tokenizer into ``out``, atomically: written into
-    a sibling temp folder, then swapped in, so ``out`` always holds one complete model."""
+    a sibling temp folder, then swapped in, so ``out`` always holds one complete model. Non-finite
+    weights are refused: ``out`` keeps what it held."""
+    if not bool(all_finite(model.parameters())):
+        raise NonFiniteError(f"refusing to export {out}: the model's weights are not finite (NaN/Inf), the run "
+                             "diverged; the folder keeps its previous model. Lower --learning_rate")
     tmp = out.with_name(f".tmp-{out.name}")
     shutil.rmtree(tmp, ignore_errors=True)
     model.save_pretrained(tmp, safe_serialization=True)

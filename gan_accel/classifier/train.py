@@ -10,6 +10,7 @@ RNG (dropout) and Accelerate's accumulation counter.
 from __future__ import annotations
 
 import json
+import math
 from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +20,8 @@ import torch
 
 from ..config import RunArguments, config_to_dict
 from ..gan.step import apply_update
-from ..loop.guard import grads_finite
+from ..loop.guard import NonFiniteError, all_finite, grads_finite
+from ..loop.accel import build_accelerator
 from ..loop.run import TrainingRun
 from .config import ClassifierDataArguments, ClassifierModelArguments, ClassifierTrainArguments
 from .data import ClassificationData, LabelledRows, build_dataloaders, encode_data, read_labelled_rows
@@ -155,7 +157,11 @@ class ClassifierLoop:
         logger.advance(state.step)
         last = state.step >= self.parts.length.total_updates
         if logger.should_log(state.step) or last:
-            logger.flush(state.step, extra={"lr": self.parts.scheduler.get_last_lr()[0]})
+            # The skip counts live on the device until now: read them back once per log line, and
+            # stop a diverged run here rather than at the next (maybe never: 0) checkpoint.
+            run.guard.check()
+            logger.flush(state.step, extra={"lr": self.parts.scheduler.get_last_lr()[0],
+                                            "nonfinite/skipped_total": state.nonfinite_total})
         if self.on_update is not None:
             self.on_update(state)
         if epoch_done:
@@ -184,6 +190,12 @@ class ClassifierLoop:
 
     def save(self) -> None:
         self.sync_replicas()
+        # Skipped updates never make weights non-finite, but finite updates can (a huge learning
+        # rate overflows them); then every later gradient is NaN. Never checkpoint that state: the
+        # previous checkpoint stays the latest, which is what a resume should start from.
+        if not bool(all_finite(self.parts.model.parameters())):
+            raise NonFiniteError(f"weights became non-finite at step {self.state.step}; no checkpoint was written and "
+                                 "the last finite one is kept. Lower --learning_rate")
         self.run.save(self.write_extra)
 
     def eval_and_keep(self, logger, epoch: int) -> None:
@@ -192,9 +204,10 @@ class ClassifierLoop:
         self.last_eval, self.last_eval_step = metrics, self.state.step
         kept = self.keeper.update(self.parts.model, metrics, epoch)
         logger.write(self.state.step, metrics)
+        note = "  (best so far: saved)" if kept else ("" if math.isfinite(metrics["eval/loss"]) else "  (non-finite: not kept)")
         self.run.print(f"step {self.state.step} epoch {epoch}: accuracy {metrics['eval/accuracy']:.4f}  "
                        f"f1_macro {metrics['eval/f1_macro']:.4f}  loss {metrics['eval/loss']:.4f}  "
-                       f"samples {int(metrics['eval/samples'])}" + ("  (best so far: saved)" if kept else ""))
+                       f"samples {int(metrics['eval/samples'])}" + note)
 
 
 SCHEDULE_FILE = "schedule.json"
@@ -222,7 +235,8 @@ def schedule_io(run: TrainingRun, length: ScheduleLength):
 def write_eval_results(loop: ClassifierLoop, out: Path) -> dict:
     parts = loop.parts
     results = {
-        "final": {"step": loop.last_eval_step, **loop.last_eval},
+        # null, not a bare NaN (which is not JSON), for a diverged evaluation
+        "final": {"step": loop.last_eval_step, **{k: v if math.isfinite(v) else None for k, v in loop.last_eval.items()}},
         "best": loop.keeper.best_record(),
         "metric_for_best_model": loop.args.metric_for_best_model,
         "label_names": parts.data.label_names,
@@ -244,14 +258,26 @@ def train_classifier(data_args: ClassifierDataArguments, model_args: ClassifierM
     # Files and tokenizer first: a bad file or model name fails before the run folder is touched.
     raw = read_labelled_rows(data_args)
     tokenizer = load_tokenizer(model_args)
-    run = TrainingRun(run_args, config_to_dict(data_args, model_args, train_args, run_args), project="classifier")
+    acc = build_accelerator(run_args, "classifier")
+    # The schedule's checks (warm-up shorter than the run) from the data's size, before the folder is touched.
+    schedule_length(math.ceil(len(raw.labels["train"]) / train_args.batch_size), acc.num_processes, train_args,
+                    run_args.gradient_accumulation_steps)
+    run = TrainingRun(run_args, config_to_dict(data_args, model_args, train_args, run_args), project="classifier",
+                      accelerator=acc)
     parts = build_parts(run, raw, tokenizer, data_args, model_args, train_args)
     loop = ClassifierLoop(run, parts, train_args, on_update)
     run.resume(loop.read_extra)
-    finished = loop.run_loop()
-    if finished:
-        results = write_eval_results(loop, run.output_dir)
+    try:
+        finished = loop.run_loop()
+    except BaseException:
+        run.abort()  # close the progress bar, so the one-line error starts on its own line
+        raise
+    best = write_eval_results(loop, run.output_dir)["best"] if finished else None
+    if best:
         run.print(f"Model: {run.output_dir / 'model'}  best {train_args.metric_for_best_model}: "
-                  f"{results['best'].get('eval/' + train_args.metric_for_best_model)} at step {results['best'].get('step')}")
+                  f"{best.get('eval/' + train_args.metric_for_best_model)} at step {best.get('step')}")
     run.finish()
+    if best == {}:  # finished, yet no evaluation was finite (the guard allowed the NaN updates)
+        raise NonFiniteError(f"no evaluation of this run was finite, so no model was exported to "
+                             f"{run.output_dir / 'model'}: the run diverged. Lower --learning_rate")
     return run.output_dir
