@@ -158,10 +158,13 @@ class ClassifierLoop:
         last = state.step >= self.parts.length.total_updates
         if logger.should_log(state.step) or last:
             # The skip counts live on the device until now: read them back once per log line, and
-            # stop a diverged run here rather than at the next (maybe never: 0) checkpoint.
-            run.guard.check()
-            logger.flush(state.step, extra={"lr": self.parts.scheduler.get_last_lr()[0],
-                                            "nonfinite/skipped_total": state.nonfinite_total})
+            # stop a diverged run here rather than at the next (maybe never: 0) checkpoint, after
+            # writing the line that shows it (every rank reads the same counts, so all flush).
+            try:
+                run.guard.check()
+            finally:
+                logger.flush(state.step, extra={"lr": self.parts.scheduler.get_last_lr()[0],
+                                                "nonfinite/skipped_total": state.nonfinite_total})
         if self.on_update is not None:
             self.on_update(state)
         if epoch_done:
