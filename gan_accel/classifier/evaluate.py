@@ -60,7 +60,8 @@ class BestModelKeeper:
         # Every metric must be finite, not only the one that ranks: a diverged model's NaN logits
         # still give a finite accuracy (argmax picks a class), with a NaN loss. The weights are
         # checked too (on every rank: the same DDP weights, so the same decision everywhere).
-        if not all(math.isfinite(v) for v in metrics.values()) or not self.improved(metrics[self.key]):
+        value = metrics[self.key]
+        if not all(math.isfinite(v) for v in metrics.values()) or not self.improved(value):
             return False
         if not bool(all_finite(model.parameters())):
             return False
