@@ -85,6 +85,8 @@ CASES = [
     ("warm-up longer than the run", "train_classifier",
      ["--train_file", "{train}", *TRAIN, "--num_warmup_steps", "50", "--max_steps", "10"], {},
      "--num_warmup_steps 50 must be smaller than the 10 optimizer updates"),
+    ("warm-up longer than the epochs", "train_classifier", ["--train_file", "{train}", *TRAIN, "--num_warmup_steps", "5"],
+     {}, "--num_warmup_steps 5 must be smaller than the 3 optimizer updates"),
     ("YAML learning_rate .nan", "train_classifier", ["--config", "{tmp}/c.yaml", "--train_file", "{train}", *TRAIN],
      {"c.yaml": "learning_rate: .nan\n"}, "--learning_rate must be a finite number; got nan"),
     ("YAML unknown key", "train_classifier", ["--config", "{tmp}/c.yaml", "--train_file", "{train}", *TRAIN],

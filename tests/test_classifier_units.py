@@ -220,3 +220,11 @@ def test_export_refuses_non_finite_weights_and_keeps_the_previous_model(tmp_path
 def test_non_finite_and_inconsistent_train_arguments(kw):
     with pytest.raises(ConfigError, match="--" + next(iter(kw))):
         ClassifierTrainArguments(**kw)
+
+
+def test_json_lines_keep_unicode_line_separators_inside_strings(tmp_path):
+    path = tmp_path / "f.jsonl"
+    # A raw U+2028 inside a JSON string is valid JSON (json.dumps(..., ensure_ascii=False) writes it).
+    path.write_text('{"text": "a\u2028b", "label": "x"}\n{"text": "c", "label": "y"}\n', encoding="utf-8")
+    rows = read_table(str(path), "train_file")
+    assert [r["text"] for r in rows] == ["a\u2028b", "c"] and rows.lines == [1, 2]

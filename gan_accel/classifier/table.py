@@ -62,7 +62,9 @@ def read_table(path: str, flag: str = "file") -> Table:
 
 def _parse_jsonl(text: str, source: str) -> Table:
     rows, lines = [], []
-    for number, line in enumerate(text.splitlines(), start=1):
+    # split("\n"), not splitlines(): JSON strings may hold U+2028 and friends, which splitlines()
+    # also breaks at (read_text already turned \r\n into \n).
+    for number, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
         try:
