@@ -20,8 +20,8 @@ import torch
 
 from ..config import RunArguments, config_to_dict
 from ..gan.step import apply_update
-from ..loop.guard import NonFiniteError, all_finite, grads_finite
 from ..loop.accel import build_accelerator
+from ..loop.guard import NonFiniteError, all_finite, grads_finite
 from ..loop.run import TrainingRun
 from .config import ClassifierDataArguments, ClassifierModelArguments, ClassifierTrainArguments
 from .data import ClassificationData, LabelledRows, build_dataloaders, encode_data, read_labelled_rows
