@@ -156,6 +156,10 @@ class GANTrainer:
         """Batches of sample indices, resuming mid-epoch at the saved position."""
         state, sampler, loader = self.run.state, self.parts.sampler, self.parts.loader
         while True:
+            # The prepared loader re-sets the sampler's epoch to its own pass counter at the start
+            # of every pass, and a freshly built (resumed) loader counts from 0: align it first,
+            # or a run resumed in epoch >= 1 replays epoch 0 and stays one epoch behind.
+            loader.set_epoch(state.epoch)
             sampler.set_position(state.epoch, state.epoch_start)
             yield from loader
             state.epoch += 1
