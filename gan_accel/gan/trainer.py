@@ -19,7 +19,7 @@ from ..errors import ConfigError
 from ..loop import TrainingRun, build_accelerator
 from ..loop.guard import NonFiniteError, all_finite
 from ..models import build_models, save_generator
-from ..sampling import fixed_noise, grid_labels, save_grid
+from ..sampling import class_rows, fixed_noise, grid_labels, save_grid
 from .augment import make_augment, parse_policy
 from .config import GANDataArguments, GANEvalArguments, GANModelArguments, GANTrainArguments
 from .ema import EMA, recalibrate_batchnorm
@@ -204,16 +204,18 @@ class GANTrainer:
         if run.logger.should_log(state.step) or done:
             run.guard.check()  # raises after --max_nonfinite_steps skipped updates in a row
             run.logger.flush(state.step, extra={**self.lr_metrics(), "nonfinite/skipped_total": state.nonfinite_total})
-        if (t.sample_every and state.step % t.sample_every == 0) or done:
-            self.save_samples()
         if self.evaluator is not None and (run.due(self.eval_args.eval_every) or done):
             self.evaluate()
-        if run.should_stop():
+        stop = run.should_stop()
+        if stop or run.due(self.run_args.checkpointing_steps) or done:
             self.save_checkpoint()
+        if stop:
             run.print(f"Stopped by signal at step {state.step}; continue with --resume_from_checkpoint latest")
             return True
-        if run.due(self.run_args.checkpointing_steps) or done:
-            self.save_checkpoint()
+        # Grids come after the checkpoint, and the final one after the export (finish): a failing
+        # grid must never cost the training since the last checkpoint.
+        if t.sample_every and state.step % t.sample_every == 0 and not done:
+            self.save_samples()
         return done
 
     def lr_metrics(self) -> dict:
@@ -239,7 +241,8 @@ class GANTrainer:
         metrics = self.evaluator.evaluate(G)
         fid = metrics["eval/fid"]
         best = state.best_metric
-        if best != best or fid < best:  # NaN (no evaluation yet) or better
+        # A non-finite FID (a diverged G) never becomes the best; NaN best means none yet.
+        if math.isfinite(fid) and (best != best or fid < best):
             state.best_metric = fid
             save_generator(copy.deepcopy(G).cpu(), run.output_dir / "best_generator")
             metrics["eval/best_step"] = float(state.step)
@@ -268,12 +271,17 @@ class GANTrainer:
             labels = self.sample_labels.to(dev) if self.sample_labels is not None else None
             images = G(self.sample_z.to(dev), labels).float().cpu()
         # A row per class when conditional; otherwise as square as the count allows (100 -> 10 x 10).
-        nrow = self.num_classes or max(1, math.ceil(math.sqrt(len(images))))
+        if self.num_classes:
+            images, nrow = class_rows(images, self.sample_labels, self.num_classes)
+        else:
+            nrow = max(1, math.ceil(math.sqrt(len(images))))
         return save_grid(images, self.run.output_dir / "samples" / f"step_{self.run.state.step:06d}.png", nrow=nrow)
 
     def save_checkpoint(self) -> Path:
         p = self.parts
-        weights = [*p.G.parameters(), *p.D.parameters(), *p.ema.module.parameters()]
+        # Buffers too: a diverging D can keep finite weights while its BatchNorm running
+        # variance overflows to inf (seen with --lr_d 1e10).
+        weights = [t for m in (p.G, p.D, p.ema.module) for t in (*m.parameters(), *m.buffers()) if t.is_floating_point()]
         if not bool(all_finite(weights)):
             raise NonFiniteError(f"weights became non-finite at step {self.run.state.step}; no checkpoint was written and "
                                  "the last finite one is kept. Lower the learning rates.")
@@ -281,11 +289,19 @@ class GANTrainer:
 
     def finish(self) -> None:
         run = self.run
-        if run.accelerator.is_main_process and not run.stopped_by_signal and run.state.step >= self.train.max_steps:
-            out = run.output_dir / "generator"
-            save_generator(self.calibrated_ema().cpu(), out)
-            run.print(f"Exported the EMA generator to {out}")
-        run.finish()
+        main = run.accelerator.is_main_process
+        try:
+            if main and not run.stopped_by_signal and run.state.step >= self.train.max_steps:
+                out = run.output_dir / "generator"
+                save_generator(self.calibrated_ema().cpu(), out)  # refuses non-finite weights
+                run.print(f"Exported the EMA generator to {out}")
+                self.save_samples()  # the final grid, after the export it must not endanger
+        finally:
+            run.finish()
+        if main:  # once, and only what this run wrote
+            written = [f"{name}: {run.output_dir / name}" for name in ("samples", "generator", "best_generator")
+                       if (run.output_dir / name).is_dir()]
+            print(f"Run folder: {run.output_dir}" + (f"  ({', '.join(written)})" if written else ""))
 
 
 def train_gan(data_args: GANDataArguments, model_args: GANModelArguments, train: GANTrainArguments,
