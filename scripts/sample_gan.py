@@ -40,11 +40,11 @@ def check_image_path(flag: str, path: str) -> None:
     from PIL import Image
 
     Image.init()  # registers every format, so the extension table is complete
+    if Path(path).is_dir():
+        raise ConfigError(f"--{flag} {path}: is a folder; pass an image file name such as grid.png")
     suffix = Path(path).suffix.lower()
     if Image.registered_extensions().get(suffix) not in Image.SAVE:
         raise ConfigError(f"--{flag} {path}: unknown image type {suffix or '(no extension)'!r}; use .png or .jpg")
-    if Path(path).is_dir():
-        raise ConfigError(f"--{flag} {path}: is a folder; pass an image file name such as grid.png")
 
 
 @cli_entry

@@ -73,8 +73,6 @@ def build_parts(run: TrainingRun, data: ImageData, model_args: GANModelArguments
     # The dataset is the index range; images are gathered from the device tensor per batch, so
     # there is no per-sample decoding or host-to-device copy of pixels.
     loader = DataLoader(range(len(data)), batch_size=train.batch_size, sampler=sampler, drop_last=True)
-    if len(loader) < P:
-        raise ConfigError(f"--batch_size {train.batch_size} x {P} processes is larger than the dataset ({len(data)} images); lower --batch_size")
     G, D, opt_G, opt_D, sched_G, sched_D, loader = acc.prepare(G, D, opt_G, opt_D, sched_G, sched_D, loader)
     ema = EMA(acc.unwrap_model(G), train.ema_decay, train.ema_start)
     if train.compile:
@@ -103,6 +101,10 @@ class GANTrainer:
                                         data_args.download)
         if model_args.conditional and self.data.labels is None:
             raise ConfigError(f"--conditional needs labelled data; {self.data.name} has no class sub-folders")
+        P = accelerator.num_processes  # checked before the run folder (config.json) is written
+        if len(self.data) // train.batch_size < P:  # full batches only (drop_last), one per process at least
+            raise ConfigError(f"--batch_size {train.batch_size} x {P} processes is larger than the dataset "
+                              f"({len(self.data)} images); lower --batch_size")
         self.run = TrainingRun(run_args, config_to_dict(data_args, model_args, train, self.eval_args, run_args), project="gan",
                                accelerator=accelerator)
         set_seed(run_args.seed)  # weight init
