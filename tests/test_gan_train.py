@@ -243,3 +243,15 @@ def test_a_nonfinite_fid_never_becomes_the_best(tmp_path):
     t.evaluate()
     assert t.run.state.best_metric != t.run.state.best_metric  # still "no best yet"
     assert not (tmp_path / "run" / "best_generator").exists()
+
+
+def test_domain_classifier_training_shows_a_bar(capsys):
+    # Its one-off training takes about a minute on CPU (evaluate_gan.py, --eval_every): a bar says
+    # it is working rather than hung.
+    from gan_accel.metrics.domain import DomainTrainSettings, train_domain_classifier
+
+    images = torch.randint(0, 256, (64, 1, 16, 16), dtype=torch.uint8)
+    train_domain_classifier(images, torch.arange(64) % 2, 2, DomainTrainSettings(epochs=2, batch_size=32, width=4),
+                            torch.device("cpu"))
+    err = capsys.readouterr().err
+    assert "domain classifier" in err and "4/4" in err
