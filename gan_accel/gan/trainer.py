@@ -19,7 +19,7 @@ from ..errors import ConfigError
 from ..loop import TrainingRun, build_accelerator
 from ..loop.guard import NonFiniteError, all_finite
 from ..models import build_models, save_generator
-from ..sampling import fixed_noise, grid_labels, save_grid
+from ..sampling import class_rows, fixed_noise, grid_labels, save_grid
 from .augment import make_augment, parse_policy
 from .config import GANDataArguments, GANEvalArguments, GANModelArguments, GANTrainArguments
 from .ema import EMA, recalibrate_batchnorm
@@ -73,8 +73,6 @@ def build_parts(run: TrainingRun, data: ImageData, model_args: GANModelArguments
     # The dataset is the index range; images are gathered from the device tensor per batch, so
     # there is no per-sample decoding or host-to-device copy of pixels.
     loader = DataLoader(range(len(data)), batch_size=train.batch_size, sampler=sampler, drop_last=True)
-    if len(loader) < P:
-        raise ConfigError(f"--batch_size {train.batch_size} x {P} processes is larger than the dataset ({len(data)} images); lower --batch_size")
     G, D, opt_G, opt_D, sched_G, sched_D, loader = acc.prepare(G, D, opt_G, opt_D, sched_G, sched_D, loader)
     ema = EMA(acc.unwrap_model(G), train.ema_decay, train.ema_start)
     if train.compile:
@@ -103,6 +101,10 @@ class GANTrainer:
                                         data_args.download)
         if model_args.conditional and self.data.labels is None:
             raise ConfigError(f"--conditional needs labelled data; {self.data.name} has no class sub-folders")
+        P = accelerator.num_processes  # checked before the run folder (config.json) is written
+        if len(self.data) // train.batch_size < P:  # full batches only (drop_last), one per process at least
+            raise ConfigError(f"--batch_size {train.batch_size} x {P} processes is larger than the dataset "
+                              f"({len(self.data)} images); lower --batch_size")
         self.run = TrainingRun(run_args, config_to_dict(data_args, model_args, train, self.eval_args, run_args), project="gan",
                                accelerator=accelerator)
         set_seed(run_args.seed)  # weight init
@@ -156,6 +158,10 @@ class GANTrainer:
         """Batches of sample indices, resuming mid-epoch at the saved position."""
         state, sampler, loader = self.run.state, self.parts.sampler, self.parts.loader
         while True:
+            # The prepared loader re-sets the sampler's epoch to its own pass counter at the start
+            # of every pass, and a freshly built (resumed) loader counts from 0: align it first,
+            # or a run resumed in epoch >= 1 replays epoch 0 and stays one epoch behind.
+            loader.set_epoch(state.epoch)
             sampler.set_position(state.epoch, state.epoch_start)
             yield from loader
             state.epoch += 1
@@ -200,16 +206,18 @@ class GANTrainer:
         if run.logger.should_log(state.step) or done:
             run.guard.check()  # raises after --max_nonfinite_steps skipped updates in a row
             run.logger.flush(state.step, extra={**self.lr_metrics(), "nonfinite/skipped_total": state.nonfinite_total})
-        if (t.sample_every and state.step % t.sample_every == 0) or done:
-            self.save_samples()
         if self.evaluator is not None and (run.due(self.eval_args.eval_every) or done):
             self.evaluate()
-        if run.should_stop():
+        stop = run.should_stop()
+        if stop or run.due(self.run_args.checkpointing_steps) or done:
             self.save_checkpoint()
+        if stop:
             run.print(f"Stopped by signal at step {state.step}; continue with --resume_from_checkpoint latest")
             return True
-        if run.due(self.run_args.checkpointing_steps) or done:
-            self.save_checkpoint()
+        # Grids come after the checkpoint, and the final one after the export (finish): a failing
+        # grid must never cost the training since the last checkpoint.
+        if t.sample_every and state.step % t.sample_every == 0 and not done:
+            self.save_samples()
         return done
 
     def lr_metrics(self) -> dict:
@@ -235,7 +243,8 @@ class GANTrainer:
         metrics = self.evaluator.evaluate(G)
         fid = metrics["eval/fid"]
         best = state.best_metric
-        if best != best or fid < best:  # NaN (no evaluation yet) or better
+        # A non-finite FID (a diverged G) never becomes the best; NaN best means none yet.
+        if math.isfinite(fid) and (best != best or fid < best):
             state.best_metric = fid
             save_generator(copy.deepcopy(G).cpu(), run.output_dir / "best_generator")
             metrics["eval/best_step"] = float(state.step)
@@ -264,12 +273,17 @@ class GANTrainer:
             labels = self.sample_labels.to(dev) if self.sample_labels is not None else None
             images = G(self.sample_z.to(dev), labels).float().cpu()
         # A row per class when conditional; otherwise as square as the count allows (100 -> 10 x 10).
-        nrow = self.num_classes or max(1, math.ceil(math.sqrt(len(images))))
+        if self.num_classes:
+            images, nrow = class_rows(images, self.sample_labels, self.num_classes)
+        else:
+            nrow = max(1, math.ceil(math.sqrt(len(images))))
         return save_grid(images, self.run.output_dir / "samples" / f"step_{self.run.state.step:06d}.png", nrow=nrow)
 
     def save_checkpoint(self) -> Path:
         p = self.parts
-        weights = [*p.G.parameters(), *p.D.parameters(), *p.ema.module.parameters()]
+        # Buffers too: a diverging D can keep finite weights while its BatchNorm running
+        # variance overflows to inf (seen with --lr_d 1e10).
+        weights = [t for m in (p.G, p.D, p.ema.module) for t in (*m.parameters(), *m.buffers()) if t.is_floating_point()]
         if not bool(all_finite(weights)):
             raise NonFiniteError(f"weights became non-finite at step {self.run.state.step}; no checkpoint was written and "
                                  "the last finite one is kept. Lower the learning rates.")
@@ -277,11 +291,19 @@ class GANTrainer:
 
     def finish(self) -> None:
         run = self.run
-        if run.accelerator.is_main_process and not run.stopped_by_signal and run.state.step >= self.train.max_steps:
-            out = run.output_dir / "generator"
-            save_generator(self.calibrated_ema().cpu(), out)
-            run.print(f"Exported the EMA generator to {out}")
-        run.finish()
+        main = run.accelerator.is_main_process
+        try:
+            if main and not run.stopped_by_signal and run.state.step >= self.train.max_steps:
+                out = run.output_dir / "generator"
+                save_generator(self.calibrated_ema().cpu(), out)  # refuses non-finite weights
+                run.print(f"Exported the EMA generator to {out}")
+                self.save_samples()  # the final grid, after the export it must not endanger
+        finally:
+            run.finish()
+        if main:  # once, and only what this run wrote
+            written = [f"{name}: {run.output_dir / name}" for name in ("samples", "generator", "best_generator")
+                       if (run.output_dir / name).is_dir()]
+            print(f"Run folder: {run.output_dir}" + (f"  ({', '.join(written)})" if written else ""))
 
 
 def train_gan(data_args: GANDataArguments, model_args: GANModelArguments, train: GANTrainArguments,
