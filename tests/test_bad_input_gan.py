@@ -14,7 +14,7 @@ from PIL import Image
 from gan_accel.data import load_image_data
 from gan_accel.errors import UserError
 from gan_accel.models import build_models, save_generator
-from helpers import ROOT, TINY_GAN, load_script
+from helpers import TINY_GAN, load_script
 
 SCRIPTS = {name: load_script(name).main for name in ("train_gan", "sample_gan", "evaluate_gan")}
 
