@@ -20,6 +20,10 @@ from ..errors import UserError
 
 LOCK_FILE = "run.lock"
 log = logging.getLogger(__name__)
+# Locks held by this process, by path. A process trains one run at a time, so an earlier run in
+# this process that ended without releasing (an exception left it, e.g. in a test or a notebook)
+# is over: its lock is released for the new run, as a dead process's would be.
+_HELD: dict = {}
 
 
 def _describe(holder: Tuple[str, Optional[int]]) -> str:
@@ -47,6 +51,9 @@ class RunLock:
         return self._fd is not None
 
     def acquire(self) -> None:
+        earlier = _HELD.get(os.path.abspath(self.path))
+        if earlier is not None and earlier is not self:
+            earlier.release()
         while self._fd is None:
             try:
                 fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
@@ -82,12 +89,14 @@ class RunLock:
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{me[0]} {me[1]}\n".encode(), 0)
         self._fd = fd
+        _HELD[os.path.abspath(self.path)] = self
         atexit.register(self.release)
 
     def release(self) -> None:
         if self._fd is None:
             return
         fd, self._fd = self._fd, None
+        _HELD.pop(os.path.abspath(self.path), None)
         try:
             self.path.unlink()  # while still locked, so no one else's fresh lock is removed
         except OSError:

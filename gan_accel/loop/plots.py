@@ -50,6 +50,8 @@ def plot_metrics(run_dir: Path) -> List[Path]:
     import matplotlib.pyplot as plt
 
     groups = group_by_prefix(read_series(Path(run_dir) / "metrics.jsonl"))
+    if not groups:
+        return []
     out_dir = Path(run_dir) / "plots"
     out_dir.mkdir(exist_ok=True)
     written = []
