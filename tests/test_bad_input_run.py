@@ -114,3 +114,55 @@ def test_read_only_output_folder(tmp_path, capsys, monkeypatch):
         folder.chmod(0o755)
     assert f"--output_dir {folder}: cannot write there (Permission denied)" in line
     assert snapshot(folder) == before
+
+
+# ---- the classifier path: the same checks, through the same TrainingRun ----------------------
+@pytest.fixture(scope="module")
+def classifier_run(tmp_path_factory):
+    from classifier_fixtures import make_corpus, make_tiny, train_argv, train_in_process
+
+    root = tmp_path_factory.mktemp("clf")
+    corpus = make_corpus(root / "corpus", n_train=64, n_val=16)
+    tiny = make_tiny(root / "tiny", corpus["train"])
+    out = root / "run"
+    argv = lambda out, *extra: train_argv(corpus, tiny, out, "--max_steps", "4", "--checkpointing_steps", "2",
+                                               "--log_every", "1", *extra)  # noqa: E731
+    train_in_process(argv(out))
+    return out, argv
+
+
+def train_classifier_main(argv):
+    from classifier_fixtures import load_script
+
+    return load_script("train_classifier").main(argv)
+
+
+@pytest.mark.parametrize("case", ["truncated model", "gan checkpoint"])
+def test_bad_classifier_resume_changes_nothing(classifier_run, base_run, tmp_path, capsys, case):
+    base, argv = classifier_run
+    run = copy_run(base, tmp_path / "run")
+    if case == "truncated model":
+        truncate(run / "checkpoints/step_00000004/model.safetensors")
+        extra, expected = ["--resume_from_checkpoint", "latest"], "model.safetensors is damaged"
+    else:
+        extra = ["--resume_from_checkpoint", str(base_run / "checkpoints/step_00000004")]
+        expected = "this is a gan checkpoint, not a classifier one"
+    before = snapshot(run)
+    line = user_error(train_classifier_main, argv(run, "--max_steps", "6", *extra), capsys)
+    assert expected in line and snapshot(run) == before
+
+
+def test_classifier_learning_rate_may_change_on_resume(classifier_run, tmp_path, capsys):
+    from classifier_fixtures import train_in_process
+    from helpers import read_jsonl
+
+    base, argv = classifier_run
+    run = copy_run(base, tmp_path / "run")
+    # --learning_rate 1e-3 in the base run, linear decay with warm-up over 4 updates
+    before = {r["step"]: r["lr"] for r in read_jsonl(run / "metrics.jsonl") if "lr" in r}
+    train_in_process(argv(run, "--resume_from_checkpoint", str(run / "checkpoints/step_00000002"),
+                          "--learning_rate", "5e-4"))
+    assert "resuming with changed settings (--learning_rate 0.001 -> 0.0005)" in capsys.readouterr().out
+    after = {r["step"]: r["lr"] for r in read_jsonl(run / "metrics.jsonl") if "lr" in r}
+    # the same schedule, from half the peak: the rate at step 3 halves (step 4 is the end of the decay: 0)
+    assert before[3] > 0 and after[3] == pytest.approx(before[3] / 2, rel=1e-6)
