@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import json
 import logging
+import math
+import time
 from pathlib import Path
 from typing import Callable, Optional
 
@@ -80,6 +82,7 @@ class TrainingRun:
         self.stop = GracefulStop(self.accelerator)
         self.logger: Optional[MetricsLogger] = None
         self.stopped_by_signal = False
+        self._last_plot = -math.inf
 
     def print(self, *args) -> None:
         """Print on the local main process, above the progress bar rather than onto it."""
@@ -136,13 +139,22 @@ class TrainingRun:
                    "num_processes": self.accelerator.num_processes}
         path = self.checkpoints.save(self.state.step, payload, write_extra)
         self.print(f"Saved checkpoint {path}")
-        self.plot()
+        self.plot(at_checkpoint=True)
         return path
 
-    def plot(self) -> None:
+    # Drawing the plots takes about a second: with a checkpoint every few seconds (tests, tiny
+    # runs) it would dominate, so at checkpoints they are refreshed at most this often.
+    PLOT_INTERVAL_S = 60.0
+
+    def plot(self, at_checkpoint: bool = False) -> None:
         """Refresh ``OUTPUT_DIR/plots/`` from ``metrics.jsonl`` (main process; never fails the run)."""
-        if self.accelerator.is_main_process:
-            plot_run_safely(self.output_dir, warn=self.print)
+        if not self.accelerator.is_main_process:
+            return
+        now = time.monotonic()
+        if at_checkpoint and now - self._last_plot < self.PLOT_INTERVAL_S:
+            return
+        self._last_plot = now
+        plot_run_safely(self.output_dir, warn=self.print)
 
     # ---- cadence -------------------------------------------------------------------------
     def due(self, every: int) -> bool:
