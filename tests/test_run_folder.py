@@ -35,8 +35,6 @@ def test_lock_is_released_after_a_run_and_a_stale_lock_is_taken_over(base_run, t
 
 def test_second_run_on_a_folder_in_use_is_refused_and_first_is_untouched(tmp_path, capsys):
     run = tmp_path / "run"
-    holder = LockHolder(run.parent)  # holds tmp_path's lock: the run folder below it is another folder
-    holder.kill()
     run.mkdir()
     holder = LockHolder(run)
     try:
