@@ -20,5 +20,6 @@ class TrainState:
 
     @classmethod
     def from_dict(cls, data: dict) -> "TrainState":
+        # None is how a non-finite value (best_metric before any evaluation) is stored in JSON.
         names = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in names})
+        return cls(**{k: v for k, v in data.items() if k in names and v is not None})
