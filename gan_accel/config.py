@@ -9,6 +9,8 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import math
+import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional, Sequence, Tuple, Type
@@ -35,6 +37,8 @@ def check_choice(flag: str, value: str, choices: Sequence[str]) -> None:
 def check_positive(flag: str, value: float, allow_zero: bool = False) -> None:
     if value is None:
         return
+    if not math.isfinite(value):  # NaN passes every comparison below; inf is never a usable setting
+        raise ConfigError(f"--{flag} must be a finite number; got {value}")
     if value < 0 or (value == 0 and not allow_zero):
         bound = ">= 0" if allow_zero else "> 0"
         raise ConfigError(f"--{flag} must be {bound}; got {value}")
@@ -55,6 +59,8 @@ class RunArguments:
     checkpoints_total_limit: int = field(default=2, metadata={"help": "Complete checkpoints kept; older ones are deleted."})
     resume_from_checkpoint: Optional[str] = field(default=None, metadata={"help": "'latest' (the newest complete checkpoint in --output_dir, or a fresh start if none) or a checkpoint folder."})
     max_nonfinite_steps: int = field(default=10, metadata={"help": "Consecutive skipped non-finite steps before the run stops."})
+    loss_explosion_factor: float = field(default=1e3, metadata={"help": "Warn (progress bar and metrics.jsonl) when a logged loss exceeds this many times the median of its recent logged values (0: off)."})
+    loss_explosion_window: int = field(default=20, metadata={"help": "Logged values of each loss that the explosion check takes the median of."})
     cpu: bool = field(default=False, metadata={"help": "Force the CPU even when a GPU is present."})
     dry_run: bool = field(default=False, metadata={"help": "Print the resolved config and exit."})
     debug: bool = field(default=False, metadata={"help": "Show full tracebacks instead of one-line errors."})
@@ -69,6 +75,8 @@ class RunArguments:
         check_positive("checkpointing_steps", self.checkpointing_steps, allow_zero=True)
         check_positive("checkpoints_total_limit", self.checkpoints_total_limit)
         check_positive("max_nonfinite_steps", self.max_nonfinite_steps)
+        check_positive("loss_explosion_factor", self.loss_explosion_factor, allow_zero=True)
+        check_positive("loss_explosion_window", self.loss_explosion_window)
 
     @property
     def trackers(self) -> list:
@@ -86,8 +94,22 @@ RESUME_SAFE_FIELDS = frozenset(
         "log_every", "checkpointing_steps", "checkpoints_total_limit", "sample_every", "eval_every",
         "eval_num_images", "report_to", "max_nonfinite_steps", "dry_run", "debug",
         "num_sample_images", "inception_weights", "eval_feature_extractor", "eval_cache_dir",
+        "loss_explosion_factor", "loss_explosion_window", "eval_batch_size",
         # Speed settings: the same maths (bit-identity of the continuation is then not promised).
         "compile", "channels_last", "cpu",
+    }
+)
+
+# Fields that change the maths of later steps but neither a tensor's shape nor the data order:
+# the checkpoint still loads and the run continues, but it is no longer what an uninterrupted run
+# would have computed (the point of changing them: e.g. lower learning rates after a divergence).
+# Optimizer hyper-parameters take effect through TrainingRun.resume, which re-applies them over
+# the ones stored in the optimizer state; schedules are rebuilt from the current settings.
+RESUME_CHANGEABLE_FIELDS = frozenset(
+    {
+        "lr_g", "lr_d", "adam_beta1", "adam_beta2", "lr_scheduler", "warmup_steps",      # GAN optimizers
+        "gp_weight", "r1_gamma", "ema_decay",                                           # GAN loss weights, EMA
+        "learning_rate", "weight_decay", "warmup_ratio", "max_grad_norm",                  # classifier
     }
 )
 
@@ -131,6 +153,7 @@ def parse_config(types: Tuple[Type, ...], argv: Optional[Sequence[str]], descrip
         unknown = sorted(set(values) - fields)
         if unknown:
             raise UserError(f"--config {known.config}: unknown key(s) {', '.join(unknown)}; run with --help for the valid flags")
+        values = _typed_file_values(types, values, known.config)
         parser.set_defaults(**values)
         # set_defaults does not lift required=True, so a required field given in the file must be.
         for action in parser._actions:
@@ -142,7 +165,57 @@ def parse_config(types: Tuple[Type, ...], argv: Optional[Sequence[str]], descrip
         if isinstance(err, UserError):
             raise
         raise UserError(f"invalid configuration: {err}") from None
-    return tuple(parsed[: len(types)])
+    configs = tuple(parsed[: len(types)])
+    for cfg in configs:
+        for name, hint in _field_types(type(cfg)).items():
+            value = getattr(cfg, name)
+            if hint is float and isinstance(value, float) and not math.isfinite(value):
+                # Flags and YAML both accept nan/inf; no setting of ours means anything with them.
+                raise ConfigError(f"--{name} must be a finite number; got {value}")
+    return configs
+
+
+def _field_types(cls: Type) -> dict:
+    """``{field: type}`` with ``Optional[X]`` reduced to ``X`` (annotations are strings here)."""
+    hints = typing.get_type_hints(cls)
+    out = {}
+    for f in dataclasses.fields(cls):
+        hint = hints[f.name]
+        args = [a for a in typing.get_args(hint) if a is not type(None)]
+        out[f.name] = args[0] if typing.get_origin(hint) is typing.Union and len(args) == 1 else hint
+    return out
+
+
+def _typed_file_values(types: Tuple[Type, ...], values: dict, path: str) -> dict:
+    """Check a config file's values against the fields' types: argparse converts only string
+    defaults, so without this ``max_steps: 2.7`` would run as a float count of steps."""
+    hints = {name: hint for t in types for name, hint in _field_types(t).items()}
+    out = dict(values)
+    for key, value in values.items():
+        hint, bad = hints.get(key), None
+        if value is None or hint not in (int, float, bool, str):
+            continue
+        if hint is bool and not isinstance(value, bool):
+            bad = "true or false"
+        elif hint is int and not (isinstance(value, int) and not isinstance(value, bool)):
+            if isinstance(value, float) and value.is_integer():
+                out[key] = int(value)
+            else:
+                bad = "an integer"
+        elif hint is float and not isinstance(value, bool) and isinstance(value, (int, float, str)):
+            try:
+                out[key] = float(value)  # YAML reads 1e-4 (no dot) as a string
+            except ValueError:
+                bad = "a number"
+        elif hint is float:
+            bad = "a number"
+        elif hint is str and not isinstance(value, str):
+            bad = "a string"
+        if bad:
+            raise UserError(f"--config {path}: {key} must be {bad}; got {value!r}")
+        if hint is float and not math.isfinite(out[key]):
+            raise UserError(f"--config {path}: {key} must be a finite number; got {value!r}")
+    return out
 
 
 def field_aliases(types: Tuple[Type, ...]) -> dict:
@@ -170,13 +243,20 @@ def config_to_dict(*configs: Any) -> dict:
 
 
 def resume_incompatibilities(saved: dict, current: dict) -> list:
-    """Names and values of fields that differ between a checkpoint's config and the current one,
-    excluding those that are safe to change on resume."""
+    """Names and values of fields that differ between a checkpoint's config and the current one
+    and may not change on resume (shapes, data, seed, batch size, accumulation, ...)."""
+    return resume_changes(saved, current)[0]
+
+
+def resume_changes(saved: dict, current: dict) -> Tuple[list, list]:
+    """(refused, allowed-with-a-warning) differences between a checkpoint's config and this one,
+    each as ``--key old -> new``; fields in RESUME_SAFE_FIELDS are neither. A checkpoint written
+    before a field was renamed is read under the new name."""
     saved = {RENAMED_FIELDS.get(k, k): v for k, v in saved.items()}
-    diffs = []
+    refused, changed = [], []
     for key in sorted(set(saved) | set(current)):
-        if key in RESUME_SAFE_FIELDS:
+        if key in RESUME_SAFE_FIELDS or saved.get(key) == current.get(key):
             continue
-        if saved.get(key) != current.get(key):
-            diffs.append(f"--{key} {saved.get(key)!r} -> {current.get(key)!r}")
-    return diffs
+        line = f"--{key} {saved.get(key)!r} -> {current.get(key)!r}"
+        (changed if key in RESUME_CHANGEABLE_FIELDS else refused).append(line)
+    return refused, changed

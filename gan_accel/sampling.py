@@ -15,10 +15,25 @@ def fixed_noise(num_images: int, z_dim: int, seed: int) -> torch.Tensor:
 
 
 def grid_labels(num_images: int, num_classes: int) -> Optional[torch.Tensor]:
-    """Labels for a class-conditional grid: one row per class (``num_classes`` columns)."""
+    """Labels for a class-conditional grid of ``num_images`` images (any count, not only a
+    multiple of the class count): each class gets ``num_images // num_classes`` images or one
+    more, in class order (see :func:`class_rows`)."""
     if not num_classes:
         return None
-    return torch.arange(num_classes).repeat_interleave(max(1, num_images // num_classes))[:num_images]
+    return (torch.arange(num_images) % num_classes).sort().values  # class-major: a row per class
+
+
+def class_rows(images: torch.Tensor, labels: torch.Tensor, num_classes: int):
+    """Arrange a conditional grid a row per class: ``(images, nrow)`` for ``make_grid``, rows
+    shorter than the longest padded with black tiles (the grid's own padding colour)."""
+    counts = torch.bincount(labels, minlength=num_classes)
+    ncol = int(counts.max())
+    rows = []
+    for c in range(num_classes):
+        row = images[labels == c]
+        if len(row):
+            rows += [row, images.new_full((ncol - len(row), *images.shape[1:]), -1.0)]
+    return torch.cat(rows), ncol
 
 
 @torch.no_grad()

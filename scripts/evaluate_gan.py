@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import json
 import logging
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Optional, Sequence
 
 from gan_accel.config import check_choice, check_positive, choice, parse_config
 from gan_accel.data import DATASETS, load_image_data
-from gan_accel.errors import ConfigError, cli_entry
+from gan_accel.errors import ConfigError, UserError, cli_entry
 from gan_accel.metrics import FEATURE_EXTRACTORS, GANEvaluator, format_result
 
 
@@ -29,8 +29,8 @@ class EvalArguments:
     num_images: int = field(default=1000, metadata={"help": "Generated images to evaluate (also caps the floor's sample size)."})
     feature_extractor: str = choice("domain", FEATURE_EXTRACTORS, "Feature space of FID/KID: a classifier trained on the real data, or Inception-v3 (local weights).")
     output_dir: Optional[str] = field(default=None, metadata={"help": "Folder for eval_results.json (default: the generator folder)."})
-    image_size: int = field(default=32, metadata={"help": "Image side the generator was trained at."})
-    channels: int = field(default=1, metadata={"help": "Image channels the generator makes (1 or 3)."})
+    image_size: Optional[int] = field(default=None, metadata={"help": "Image side (default: the generator's, from its config.json; another value is refused)."})
+    channels: Optional[int] = field(default=None, metadata={"help": "Image channels, 1 or 3 (default: the generator's, from its config.json; another value is refused)."})
     seed: int = field(default=0, metadata={"help": "Seed of the latent codes and of KID's subsets."})
     batch_size: int = field(default=250, metadata={"help": "Images per forward pass."})
     cache_dir: Optional[str] = field(default=None, metadata={"help": "Cache of classifiers and reference statistics (default $GAN_ACCEL_CACHE or ~/.cache/gan_accel)."})
@@ -46,9 +46,10 @@ class EvalArguments:
         check_choice("feature_extractor", self.feature_extractor, FEATURE_EXTRACTORS)
         if self.num_images < 2:
             raise ConfigError(f"--num_images must be >= 2; got {self.num_images}")
-        check_positive("image_size", self.image_size)
+        if self.image_size is not None:
+            check_positive("image_size", self.image_size)
         check_positive("batch_size", self.batch_size)
-        if self.channels not in (1, 3):
+        if self.channels not in (None, 1, 3):
             raise ConfigError(f"--channels must be 1 or 3; got {self.channels}")
         if not 0.0 <= self.min_classifier_accuracy <= 1.0:
             raise ConfigError(f"--min_classifier_accuracy must be in [0, 1]; got {self.min_classifier_accuracy}")
@@ -60,8 +61,17 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     from gan_accel.models import load_generator  # imported here: evaluation does not need the training stack loaded early
 
+    # The generator first (seconds): its own config.json fixes the image size and channels, and
+    # a conflicting flag must fail before the minutes of domain-classifier training.
+    G = load_generator(args.generator)
+    for flag in ("image_size", "channels"):
+        given, own = getattr(args, flag), getattr(G, flag)
+        if given is not None and given != own:
+            raise UserError(f"--{flag} {given}: the generator in {args.generator} makes {flag} {own}; "
+                            f"drop --{flag} (it is read from the generator's config.json)")
+    args = replace(args, image_size=G.image_size, channels=G.channels)  # recorded in eval_results.json
     real = load_image_data(args.dataset, args.data_dir, args.image_size, args.channels)
-    G = load_generator(args.generator).to(args.device)
+    G = G.to(args.device)
     evaluator = GANEvaluator(
         real, feature_extractor=args.feature_extractor, num_images=args.num_images, cache_dir=args.cache_dir,
         device=args.device, seed=args.seed, batch_size=args.batch_size, inception_weights=args.inception_weights,

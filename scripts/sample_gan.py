@@ -29,6 +29,22 @@ class SampleArguments:
         check_positive("batch_size", self.batch_size)
         if self.class_label is not None and self.class_label < 0:
             raise ConfigError(f"--class_label must be >= 0; got {self.class_label}")
+        if self.grid is not None:
+            check_image_path("grid", self.grid)
+        if Path(self.output_dir).exists() and not Path(self.output_dir).is_dir():
+            raise ConfigError(f"--output_dir {self.output_dir}: is a file, not a folder; pass a folder for the PNG files")
+
+
+def check_image_path(flag: str, path: str) -> None:
+    """An image file PIL can write, checked before anything is generated or written."""
+    from PIL import Image
+
+    Image.init()  # registers every format, so the extension table is complete
+    if Path(path).is_dir():
+        raise ConfigError(f"--{flag} {path}: is a folder; pass an image file name such as grid.png")
+    suffix = Path(path).suffix.lower()
+    if Image.registered_extensions().get(suffix) not in Image.SAVE:
+        raise ConfigError(f"--{flag} {path}: unknown image type {suffix or '(no extension)'!r}; use .png or .jpg")
 
 
 @cli_entry

@@ -22,8 +22,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return 0
     from gan_accel.gan.trainer import train_gan
 
-    out = train_gan(data, model, train, run, evaluation)
-    print(f"Run folder: {out}  (samples: {out / 'samples'}, generator: {out / 'generator'})")
+    train_gan(data, model, train, run, evaluation)  # ends by printing the run folder and what it holds
     return 0
 
 

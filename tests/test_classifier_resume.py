@@ -1,8 +1,8 @@
 """Exact resume: a run interrupted at update k (a real SIGTERM, caught by the shared GracefulStop)
 and resumed with ``--resume_from_checkpoint latest`` ends with the same weights, optimizer state,
-scheduler and step as the same run done straight through. k falls mid-epoch, the run crosses an
-epoch boundary, accumulation is 2 and dropout is active, so the data order, the accumulation
-clock and the RNG all have to come back."""
+scheduler and step as the same run done straight through. k falls mid-epoch 0, exactly at the end
+of epoch 0 and inside epoch 1; accumulation is 2 and dropout is active, so the data order (also
+across epoch boundaries), the accumulation clock and the RNG all have to come back."""
 import json
 import os
 import signal
@@ -62,19 +62,36 @@ def assert_same_state(a: Path, b: Path) -> None:
     assert ta == tb
 
 
-def test_interrupted_and_resumed_run_equals_straight_run(setup):
+@pytest.fixture(scope="module")
+def straight(setup):
+    out = train_in_process(argv_for(setup, "straight"))
+    assert json.loads((checkpoint(out, TOTAL) / "trainer_state.json").read_text())["state"]["epoch"] == 1
+    return out
+
+
+# Where the interruption falls, and the position its checkpoint must record: (step, epoch, epoch_start).
+RESUME_POINTS = {
+    "mid-epoch 0": (K, (K, 0, 2 * K * 16)),
+    # The last update of epoch 0: the checkpoint already points at the start of epoch 1.
+    "at the end of epoch 0": (15, (15, 1, 0)),
+    # Past the first epoch: a prepared loader resets its sampler's epoch to its own pass counter
+    # (0 in a freshly built loader) at every pass, so this replays epoch 0 unless the loop re-aligns it.
+    "inside epoch 1": (17, (17, 1, 2 * 2 * 16)),
+}
+
+
+@pytest.mark.parametrize("where", list(RESUME_POINTS))
+def test_interrupted_and_resumed_run_equals_straight_run(setup, straight, where):
     folder = setup[0]
-    straight = train_in_process(argv_for(setup, "straight"))
-    assert json.loads((checkpoint(straight, TOTAL) / "trainer_state.json").read_text())["state"]["epoch"] == 1
-
-    resumed = folder / "resumed"
-    train_in_process(argv_for(setup, "resumed"), on_update=interrupt_at(K))
-    assert [p.name for p in (resumed / "checkpoints").iterdir()] == [f"step_{K:08d}"]
+    k, position = RESUME_POINTS[where]
+    resumed = folder / f"resumed_{k}"
+    train_in_process(argv_for(setup, resumed.name), on_update=interrupt_at(k))
+    assert [p.name for p in (resumed / "checkpoints").iterdir()] == [f"step_{k:08d}"]
     assert not (resumed / "eval_results.json").exists()  # stopped, not finished
-    state = json.loads((checkpoint(resumed, K) / "trainer_state.json").read_text())["state"]
-    assert (state["step"], state["epoch"], state["epoch_start"]) == (K, 0, 2 * K * 16)
+    state = json.loads((checkpoint(resumed, k) / "trainer_state.json").read_text())["state"]
+    assert (state["step"], state["epoch"], state["epoch_start"]) == position
 
-    train_in_process(argv_for(setup, "resumed", "--resume_from_checkpoint", "latest"))
+    train_in_process(argv_for(setup, resumed.name, "--resume_from_checkpoint", "latest"))
     assert_same_state(checkpoint(straight, TOTAL), checkpoint(resumed, TOTAL))
     # The evaluations after the resume match too (same weights at the same steps).
     evals = [{k: v for k, v in json.loads(line).items()} for out in (straight, resumed)
@@ -86,12 +103,9 @@ def test_interrupted_and_resumed_run_equals_straight_run(setup):
         assert all(r == records[0] for r in records), step
 
 
-def test_the_check_can_fail_a_different_seed_differs(setup):
+def test_the_check_can_fail_a_different_seed_differs(setup, straight):
     # Guards the test above against comparing two things that cannot differ.
-    folder = setup[0]
-    a = checkpoint(folder / "straight", TOTAL)
-    if not a.is_dir():
-        pytest.skip("needs the straight run of the previous test")
+    a = checkpoint(straight, TOTAL)
     b = checkpoint(train_in_process(argv_for(setup, "other_seed", "--seed", "1")), TOTAL)
     with pytest.raises(AssertionError):
         assert_same_state(a, b)

@@ -166,3 +166,87 @@ def test_old_flag_spellings_still_work_on_the_command_line_in_files_and_on_resum
     assert (train.eval_every, train.warmup_steps) == (9, 4)
     # A checkpoint written before the rename records the old names: not a difference.
     assert resume_incompatibilities({"num_warmup_steps": 4, "eval_steps": 9}, {"warmup_steps": 4, "eval_every": 9}) == []
+
+
+# ---- issue 11: files as spreadsheets and exports write them; divergence --------------------------
+@pytest.mark.parametrize("suffix", [".csv", ".tsv", ".jsonl"])
+def test_utf8_bom_is_not_part_of_the_first_column(tmp_path, suffix):
+    path = write_rows(tmp_path / f"f{suffix}", [{"text": "a", "label": "x"}, {"text": "b", "label": "y"}])
+    path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())  # what Excel's "CSV UTF-8" writes
+    rows = read_table(str(path), "train_file")
+    assert list(rows[0]) == ["text", "label"] and rows[0]["text"] == "a"
+
+
+def test_quoted_fields_on_one_line_still_parse_and_rows_know_their_lines(tmp_path):
+    path = tmp_path / "f.csv"
+    path.write_text('text,label\n"a, quoted ""text""",x\n\nb,y\n')
+    rows = read_table(str(path), "train_file")
+    assert rows == [{"text": 'a, quoted "text"', "label": "x"}, {"text": "b", "label": "y"}]
+    assert rows.lines == [2, 4]
+
+
+def test_empty_texts_are_counted_in_a_warning(tmp_path, caplog):
+    import logging
+
+    from gan_accel.classifier.data import read_labelled_rows
+
+    train = tmp_path / "t.jsonl"
+    train.write_text('{"text": "a", "label": "x"}\n{"text": "", "label": "y"}\n{"text": null, "label": "x"}\n'
+                     '{"text": "  ", "label": "y"}\n')
+    with caplog.at_level(logging.WARNING):
+        raw = read_labelled_rows(data_args(train_file=str(train), validation_file=str(train)))
+    assert raw.labels["train"] == [0, 1, 0, 1]
+    assert f"--train_file {train}: 3 of 4 examples have an empty text (line 2, line 3, line 4)" in caplog.text
+
+
+class _State:
+    best_metric = float("nan")
+    step = 3
+
+
+@pytest.mark.parametrize("metrics", [
+    {"eval/accuracy": 0.5, "eval/loss": float("nan")},   # what --learning_rate 1e10 scored: NaN loss, finite accuracy
+    {"eval/accuracy": float("nan"), "eval/loss": 0.1},
+])
+def test_a_non_finite_evaluation_never_becomes_best(tmp_path, metrics):
+    from accelerate import Accelerator
+
+    from gan_accel.classifier.evaluate import best_model_keeper
+
+    keeper = best_model_keeper(Accelerator(cpu=True), _State(), torch.nn.Linear(2, 2), None, tmp_path / "model",
+                               "accuracy", True)
+    assert not keeper.update(metrics)
+    assert not (tmp_path / "model").exists() and math.isnan(keeper.state.best_metric)
+    assert not keeper.improved(float("nan")) and not keeper.improved(float("inf"))
+
+
+def test_export_refuses_non_finite_weights_and_keeps_the_previous_model(tmp_path):
+    from gan_accel.classifier.model import export_model
+    from gan_accel.loop.guard import NonFiniteError
+
+    out = tmp_path / "model"
+    out.mkdir()
+    (out / "model.safetensors").write_bytes(b"the previous, finite model")
+    model = torch.nn.Linear(2, 2)
+    with torch.no_grad():
+        model.weight[0, 0] = float("nan")
+    with pytest.raises(NonFiniteError, match=f"refusing to export {out}: the model's weights are not finite"):
+        export_model(model, None, out)
+    assert [p.name for p in tmp_path.iterdir()] == ["model"]
+    assert (out / "model.safetensors").read_bytes() == b"the previous, finite model"
+
+
+@pytest.mark.parametrize("kw", [{"learning_rate": float("nan")}, {"learning_rate": float("inf")},
+                                {"weight_decay": float("nan")}, {"max_grad_norm": float("nan")},
+                                {"warmup_ratio": float("nan")}, {"warmup_steps": 10, "max_steps": 10}])
+def test_non_finite_and_inconsistent_train_arguments(kw):
+    with pytest.raises(ConfigError, match="--" + next(iter(kw))):
+        ClassifierTrainArguments(**kw)
+
+
+def test_json_lines_keep_unicode_line_separators_inside_strings(tmp_path):
+    path = tmp_path / "f.jsonl"
+    # A raw U+2028 inside a JSON string is valid JSON (json.dumps(..., ensure_ascii=False) writes it).
+    path.write_text('{"text": "a\u2028b", "label": "x"}\n{"text": "c", "label": "y"}\n', encoding="utf-8")
+    rows = read_table(str(path), "train_file")
+    assert [r["text"] for r in rows] == ["a\u2028b", "c"] and rows.lines == [1, 2]

@@ -37,6 +37,7 @@ def test_two_processes_equal_one_process_on_the_global_batch(tmp_path, accum):
     proc = torchrun([*EXACT, "--output_dir", str(ddp), "--batch_size", "16", "--max_steps", steps,
                      "--gradient_accumulation_steps", str(accum)])
     assert "processes: 2" in proc.stdout
+    assert proc.stdout.count("Run folder:") == 1  # printed by the main process only
 
     a = tensors_of(single / "checkpoints" / "step_00000006")
     b = tensors_of(ddp / "checkpoints" / "step_00000006")

@@ -60,8 +60,9 @@ def build_recipe(data: torch.Tensor, steps: int, with_encoder: bool = True, shar
         progress="G", inputs=inputs)
 
 
-def train(output_dir, steps: int, batch_size: int = 16, resume: bool = False, with_encoder: bool = True) -> Engine:
-    run_args = RunArguments(output_dir=str(output_dir), log_every=1, checkpointing_steps=0,
+def train(output_dir, steps: int, batch_size: int = 16, resume: bool = False, with_encoder: bool = True,
+          checkpointing_steps: int = 0, setup=None) -> Engine:
+    run_args = RunArguments(output_dir=str(output_dir), log_every=1, checkpointing_steps=checkpointing_steps,
                             resume_from_checkpoint="latest" if resume else None)
     run = TrainingRun(run_args, {"steps_planned": 8, "batch_size": batch_size * 1}, project="engine_test")
     data = torch.randn(N, DIM, generator=torch.Generator().manual_seed(1))
@@ -70,6 +71,8 @@ def train(output_dir, steps: int, batch_size: int = 16, resume: bool = False, wi
     ema = EMA(engine.module("G"), decay=0.9)
     engine.register_state("ema", ema)
     engine.on_update(lambda: ema.update(engine.module("G"), run.state.step))
+    if setup is not None:
+        setup(engine)
     engine.resume()
     engine.train()
     run.finish()
@@ -108,6 +111,21 @@ def test_resume_with_another_recipe_is_refused(tmp_path):
     train(tmp_path / "run", 2)
     with pytest.raises(UserError, match=r"different recipe \(.*networks .*'E'.* -> "):
         train(tmp_path / "run", 4, resume=True, with_encoder=False)
+
+
+def test_hooks_after_checkpoint_run_once_that_steps_checkpoint_exists(tmp_path):
+    # Outputs that may fail (image grids) must never cost the checkpoint of their step; an
+    # evaluation comes before it (the best value is saved with it).
+    seen = []
+
+    def setup(engine):
+        def saved():
+            return (tmp_path / "run" / "checkpoints" / f"step_{engine.state.step:08d}").is_dir()
+        engine.every(2, lambda: seen.append(("before", engine.state.step, saved())))
+        engine.every(2, lambda: seen.append(("after", engine.state.step, saved())), at_end=False, after_checkpoint=True)
+
+    train(tmp_path / "run", 4, checkpointing_steps=2, setup=setup)
+    assert seen == [("before", 2, False), ("after", 2, True), ("before", 4, False), ("after", 4, True)]
 
 
 def test_two_processes_equal_one_process(tmp_path):

@@ -185,3 +185,82 @@ def test_tensorboard_tracker_writes_events(tmp_path):
     acc = EventAccumulator(str(events[0].parent))
     acc.Reload()
     assert {"loss/D", "loss/G", "lr/G"} <= set(acc.Tags()["scalars"])
+
+
+def without_sample_count(flags):
+    i = flags.index("--num_sample_images")
+    return flags[:i] + flags[i + 2:]
+
+
+def test_conditional_grids_with_the_default_sample_count(tmp_path):
+    # 64 images (the default) and 10 classes: rows of 7, classes 0-3 get 7 images, 4-9 get 6.
+    out = tmp_path / "run"
+    assert train_gan([*without_sample_count(TINY_GAN), "--conditional", "--max_steps", "2", "--sample_every", "1",
+                      "--output_dir", str(out)]) == 0
+    assert sorted(p.name for p in (out / "samples").iterdir()) == ["step_000001.png", "step_000002.png"]
+    with Image.open(out / "samples" / "step_000002.png") as img:
+        assert img.size == (7 * 18 + 2, 10 * 18 + 2)   # 7 columns, a row per class
+    assert (out / "generator" / "model.safetensors").is_file()
+
+
+def test_grid_labels_any_count():
+    from gan_accel.sampling import class_rows, grid_labels
+
+    labels = grid_labels(64, 10)
+    assert labels.tolist() == sorted(labels.tolist()) and len(labels) == 64
+    assert torch.bincount(labels).tolist() == [7] * 4 + [6] * 6
+    images, ncol = class_rows(torch.zeros(64, 1, 2, 2), labels, 10)
+    assert ncol == 7 and images.shape[0] == 70 and (images == -1).all(dim=(1, 2, 3)).sum() == 6
+    assert torch.equal(grid_labels(100, 10), torch.arange(10).repeat_interleave(10))
+    assert grid_labels(4, 10).tolist() == [0, 1, 2, 3] and grid_labels(5, 0) is None
+
+
+def test_a_failing_grid_never_costs_the_final_checkpoint_or_export(tmp_path, monkeypatch):
+    import gan_accel.gan.trainer as trainer_module
+
+    def broken_grid(*args, **kwargs):
+        raise OSError("grid writer failed")
+
+    monkeypatch.setattr(trainer_module, "save_grid", broken_grid)
+    t = trainer(tmp_path / "run", 2)
+    with pytest.raises(OSError, match="grid writer failed"):
+        t.train()
+    assert (tmp_path / "run" / "checkpoints" / "step_00000002" / "trainer_state.json").is_file()
+    assert (tmp_path / "run" / "generator" / "model.safetensors").is_file()
+
+
+def test_never_exports_a_nonfinite_generator(tmp_path):
+    from gan_accel.errors import UserError
+    from gan_accel.models import build_models, save_generator
+
+    G, _ = build_models("dcgan", z_dim=8, channels=1, image_size=16, g_channels=8, d_channels=8, d_norm="none")
+    G.net[1].running_var.fill_(float("inf"))  # a BatchNorm statistic, not a weight
+    with pytest.raises(UserError, match="not exporting .*not finite"):
+        save_generator(G, tmp_path / "generator")
+    assert not (tmp_path / "generator").exists()
+
+
+def test_a_nonfinite_fid_never_becomes_the_best(tmp_path):
+    t = trainer(tmp_path / "run", 1)
+    t.train()
+
+    class DivergedEvaluator:  # what the evaluator returns for a generator making NaN images
+        def evaluate(self, G):
+            return {"eval/fid": float("nan"), "eval/fid_floor": 0.5, "eval/kid_mean": float("nan")}
+
+    t.evaluator = DivergedEvaluator()
+    t.evaluate()
+    assert t.run.state.best_metric != t.run.state.best_metric  # still "no best yet"
+    assert not (tmp_path / "run" / "best_generator").exists()
+
+
+def test_domain_classifier_training_shows_a_bar(capsys):
+    # Its one-off training takes about a minute on CPU (evaluate_gan.py, --eval_every): a bar says
+    # it is working rather than hung.
+    from gan_accel.metrics.domain import DomainTrainSettings, train_domain_classifier
+
+    images = torch.randint(0, 256, (64, 1, 16, 16), dtype=torch.uint8)
+    train_domain_classifier(images, torch.arange(64) % 2, 2, DomainTrainSettings(epochs=2, batch_size=32, width=4),
+                            torch.device("cpu"))
+    err = capsys.readouterr().err
+    assert "domain classifier" in err and "4/4" in err

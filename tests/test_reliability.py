@@ -65,6 +65,30 @@ def test_signal_checkpoints_and_resume_is_exact(tmp_path, sig):
     assert all(torch.equal(a[k], b[k]) for k in a), [k for k in a if not torch.equal(a[k], b[k])][:8]
 
 
+def test_run_summary_after_a_signal_names_only_what_exists(tmp_path):
+    run = tmp_path / "run"
+    proc = start_training(run, "--max_steps", "100000", "--checkpointing_steps", "0")
+    wait_for_step(proc, run / "metrics.jsonl", 2)
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err[-2000:]
+    summary = [line for line in out.splitlines() if line.startswith("Run folder:")]
+    assert summary == [f"Run folder: {run}"]  # no generator/ (not exported) and no samples/ (none written)
+    assert not (run / "generator").exists()
+
+
+def test_finite_divergence_stops_without_exporting(tmp_path, capsys):
+    # Learning rates of 1e10 keep the losses finite (~1e19) but D's BatchNorm running variance
+    # overflows: the run must stop with one line and export nothing, not end with rc 0.
+    out = tmp_path / "run"
+    with pytest.raises(SystemExit) as info:
+        train_gan([*TINY_GAN, "--output_dir", str(out), "--max_steps", "4", "--lr_g", "1e10", "--lr_d", "1e10"])
+    assert info.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("error: weights became non-finite at step 4")
+    assert not (out / "generator").exists() and not (out / "checkpoints").exists()
+
+
 def test_second_signal_exits_at_once(monkeypatch):
     exits = []
     monkeypatch.setattr(os, "_exit", lambda code: exits.append(code))

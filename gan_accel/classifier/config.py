@@ -7,6 +7,7 @@ Every field is validated in ``__post_init__`` (values from ``--config FILE`` byp
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import List, Optional
 
@@ -16,6 +17,13 @@ from ..errors import ConfigError
 OPTIMIZERS = ("adam", "adamw", "adafactor")
 BEST_METRICS = ("accuracy", "f1_macro", "loss")
 TABLE_SUFFIXES = (".csv", ".tsv", ".jsonl", ".json")
+
+
+def check_finite(flag: str, value: float) -> None:
+    """NaN passes every comparison-based check (``nan < 0`` and ``nan == 0`` are both False), and
+    torch would only fail later with a traceback (after config.json was written): refuse it here."""
+    if value is not None and not math.isfinite(value):
+        raise ConfigError(f"--{flag} must be a finite number; got {value}")
 
 
 @dataclass
@@ -57,7 +65,7 @@ class ClassifierModelArguments:
     """The pretrained checkpoint and how it runs."""
 
     model_name_or_path: str = field(default="distilbert-base-cased", metadata={"help": "Hub name or local folder (save_pretrained) of the pretrained model and tokenizer."})
-    gradient_checkpointing: bool = field(default=False, metadata={"help": "Recompute activations in backward: less memory, ~30% more compute."})
+    gradient_checkpointing: bool = field(default=False, metadata={"help": "Recompute activations in backward: less memory, about 30 percent more compute."})
 
     def __post_init__(self) -> None:
         if not self.model_name_or_path:
@@ -85,6 +93,8 @@ class ClassifierTrainArguments:
     def __post_init__(self) -> None:
         check_choice("optimizer", self.optimizer, OPTIMIZERS)
         check_choice("metric_for_best_model", self.metric_for_best_model, BEST_METRICS)
+        for flag in ("learning_rate", "weight_decay", "warmup_ratio", "max_grad_norm"):
+            check_finite(flag, getattr(self, flag))
         check_positive("learning_rate", self.learning_rate)
         check_positive("weight_decay", self.weight_decay, allow_zero=True)
         check_positive("warmup_steps", self.warmup_steps, allow_zero=True)
@@ -92,6 +102,9 @@ class ClassifierTrainArguments:
             raise ConfigError(f"--warmup_ratio must be in [0, 1); got {self.warmup_ratio}")
         check_positive("num_train_epochs", self.num_train_epochs)
         check_positive("max_steps", self.max_steps)
+        if self.max_steps and self.warmup_steps is not None and self.warmup_steps >= self.max_steps:
+            raise ConfigError(f"--warmup_steps {self.warmup_steps} must be smaller than the "
+                              f"{self.max_steps} optimizer updates of the run (--max_steps)")
         check_positive("batch_size", self.batch_size)
         check_positive("eval_batch_size", self.eval_batch_size)
         check_positive("max_grad_norm", self.max_grad_norm, allow_zero=True)

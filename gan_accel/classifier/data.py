@@ -6,10 +6,7 @@ Rows are plain dicts until tokenisation; the train dataloader draws its order fr
 """
 from __future__ import annotations
 
-import csv
-import json
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
 import torch
@@ -18,50 +15,10 @@ from torch.utils.data import DataLoader, Dataset
 from ..data.sampler import ResumableSampler
 from ..errors import UserError
 from .config import ClassifierDataArguments
-
-csv.field_size_limit(1 << 24)
-
-
-# ---- reading --------------------------------------------------------------------------------
-def read_table(path: str, flag: str = "file") -> List[dict]:
-    """Rows of a ``.csv``/``.tsv`` (header line) or ``.jsonl``/``.json`` (one object per line)."""
-    p = Path(path)
-    if not p.is_file():
-        raise UserError(f"--{flag} {path}: file not found")
-    try:
-        text = p.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as err:
-        raise UserError(f"--{flag} {path}: unreadable ({err}); pass a UTF-8 .csv, .tsv or .jsonl file") from None
-    if not text.strip():
-        raise UserError(f"--{flag} {path}: the file is empty; it needs a header and at least one example")
-    if p.suffix.lower() in (".jsonl", ".json"):
-        rows = _parse_jsonl(text, path, flag)
-    else:
-        delimiter = "\t" if p.suffix.lower() == ".tsv" else ","
-        try:
-            rows = list(csv.DictReader(text.splitlines(), delimiter=delimiter))
-        except csv.Error as err:
-            raise UserError(f"--{flag} {path}: not a valid {p.suffix[1:].upper()} file ({err})") from None
-    if not rows:
-        raise UserError(f"--{flag} {path}: no examples (only a header?); it needs at least one row")
-    return rows
+from .table import Table, check_rows, read_table, where  # noqa: F401 (Table, read_table: re-exported)
 
 
-def _parse_jsonl(text: str, path: str, flag: str) -> List[dict]:
-    rows = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as err:
-            raise UserError(f"--{flag} {path}: line {number} is not JSON ({err.msg}); expected one object per line") from None
-        if not isinstance(row, dict):
-            raise UserError(f"--{flag} {path}: line {number} is a {type(row).__name__}, expected a JSON object")
-        rows.append(row)
-    return rows
-
-
+# ---- reading (files: .table, which keeps line numbers for errors) ------------------------------
 def load_hub_splits(name: str, config: Optional[str]) -> Dict[str, List[dict]]:
     """``{"train": rows, "validation": rows, "label_names": [...] or None}`` from the Hub."""
     try:
@@ -107,10 +64,10 @@ def label_names_from(values: Sequence) -> List[str]:
 
 def encode_labels(rows: List[dict], column: str, label2id: Dict[str, int], source: str) -> List[int]:
     ids = []
-    for number, row in enumerate(rows, start=1):
+    for i, row in enumerate(rows):
         key = _label_key(row[column])
         if key not in label2id:
-            raise UserError(f"{source}: example {number} has label {key!r}, not among the training labels "
+            raise UserError(f"{source}: {where(rows, i)} has label {key!r}, not among the training labels "
                             f"({', '.join(label2id)}); fix the file or pass --label_names")
         ids.append(label2id[key])
     return ids
@@ -161,6 +118,7 @@ def read_labelled_rows(args: ClassifierDataArguments) -> LabelledRows:
     columns = [args.text_column, args.label_column] + ([args.text_pair_column] if args.text_pair_column else [])
     for split, rows in splits.items():
         check_columns(rows, columns, sources[split])
+        check_rows(rows, columns[:1] + columns[2:], args.label_column, sources[split])
 
     names = args.label_names or hub_names or label_names_from([r[args.label_column] for r in splits["train"]])
     if len(names) < 2:

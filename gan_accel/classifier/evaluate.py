@@ -1,13 +1,17 @@
-"""Validation: accuracy, macro F1 and loss over the whole validation set, and the best model's export."""
+"""Validation: accuracy, macro F1 and loss over the whole validation set, and the best model's
+keeping and export."""
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Dict
 
 import torch
 import torch.nn.functional as F
 
+from ..engine import BestKeeper
+from ..loop.guard import all_finite
 from ..metrics import classification_metrics
 from .model import export_model
 
@@ -35,6 +39,23 @@ def evaluate(accelerator, model, eval_dl, num_labels: int) -> Dict[str, float]:
             "eval/loss": float(losses.mean()), "eval/samples": float(labels.numel())}
 
 
+def best_model_keeper(accelerator, state, model, tokenizer, out: Path, metric: str, greater_is_better: bool) -> BestKeeper:
+    """Exports ``model`` to ``out`` whenever ``--metric_for_best_model`` improves (the best value
+    lives in ``TrainState.best_metric``, so it survives a resume).
+
+    Every metric must be finite, not only the one that ranks: a diverged model's NaN logits still
+    give a finite accuracy (argmax picks a class), with a NaN loss. The weights are checked too, on
+    every rank (the same DDP weights, so the same decision everywhere)."""
+
+    def acceptable(metrics: Dict[str, float]) -> bool:
+        return all(math.isfinite(v) for v in metrics.values()) and bool(all_finite(model.parameters()))
+
+    def export(metrics: Dict[str, float]) -> None:
+        export_best(accelerator, model, tokenizer, Path(out), state, metrics)
+
+    return BestKeeper(state, f"eval/{metric}", greater_is_better, export=export, accept=acceptable)
+
+
 def export_best(accelerator, model, tokenizer, out: Path, state, metrics: Dict[str, float]) -> None:
     """Export the new best model to ``out`` with its metrics beside it (``eval_results.json``);
     every rank calls this and waits for the main process's write."""
@@ -43,3 +64,9 @@ def export_best(accelerator, model, tokenizer, out: Path, state, metrics: Dict[s
         record = {"step": state.step, "epoch": state.epoch, **metrics}
         (out / "eval_results.json").write_text(json.dumps(record, indent=2) + "\n")
     accelerator.wait_for_everyone()
+
+
+def best_record(out: Path) -> dict:
+    """The metrics of the model exported to ``out`` ({} when none was)."""
+    path = Path(out) / "eval_results.json"
+    return json.loads(path.read_text()) if path.is_file() else {}

@@ -12,6 +12,7 @@ import torch
 from ..engine import LRSchedule, fused_or_foreach
 from ..errors import UserError
 from ..loop.atomic import atomic_folder
+from ..loop.guard import NonFiniteError, all_finite
 from .config import ClassifierModelArguments, ClassifierTrainArguments
 
 NO_DECAY = ("bias", "LayerNorm.weight", "layer_norm.weight", "norm.weight")
@@ -115,7 +116,11 @@ def schedule_length(num_batches: int, num_processes: int, args: ClassifierTrainA
 
 def export_model(model, tokenizer, out: Path) -> None:
     """``save_pretrained`` the (unwrapped) model and tokenizer into ``out``, atomically (the same
-    swap as checkpoints): ``out`` always holds one complete model."""
+    swap as checkpoints): ``out`` always holds one complete model. Non-finite weights are refused:
+    ``out`` keeps what it held."""
+    if not bool(all_finite(model.parameters())):
+        raise NonFiniteError(f"refusing to export {out}: the model's weights are not finite (NaN/Inf), the run "
+                             "diverged; the folder keeps its previous model. Lower --learning_rate")
     with atomic_folder(out) as tmp:
         model.save_pretrained(tmp, safe_serialization=True)
         tokenizer.save_pretrained(tmp)

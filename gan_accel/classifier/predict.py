@@ -1,8 +1,10 @@
 """Predictions of an exported classifier folder: label and score per text, to CSV or JSON Lines."""
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
+import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -10,7 +12,7 @@ from typing import List, Optional
 
 from ..config import check_positive
 from ..errors import ConfigError, UserError
-from .data import read_table
+from .table import check_rows, read_table
 
 
 @dataclass
@@ -43,7 +45,7 @@ def read_texts(args: PredictArguments) -> List[str]:
         if not path.is_file():
             raise UserError(f"--input_file {path}: file not found")
         try:
-            lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+            lines = [line for line in path.read_text(encoding="utf-8-sig").splitlines() if line.strip()]
         except (OSError, UnicodeDecodeError) as err:
             raise UserError(f"--input_file {path}: unreadable ({err})") from None
         if not lines:
@@ -52,7 +54,8 @@ def read_texts(args: PredictArguments) -> List[str]:
     rows = read_table(str(path), "input_file")
     if args.text_column not in rows[0]:
         raise UserError(f"--input_file {path}: no column {args.text_column!r} (columns: {', '.join(rows[0])}); set --text_column")
-    return [str(r[args.text_column]) for r in rows]
+    check_rows(rows, [args.text_column], None, f"--input_file {path}")
+    return ["" if r[args.text_column] is None else str(r[args.text_column]) for r in rows]
 
 
 def load_classifier(folder: str, device: str):
@@ -72,6 +75,7 @@ def predict(args: PredictArguments) -> List[dict]:
     import torch
 
     texts = read_texts(args)
+    check_output_file(args.output_file)
     device = "cuda" if torch.cuda.is_available() and not args.cpu else "cpu"
     tokenizer, model = load_classifier(args.model, device)
     rows = []
@@ -86,17 +90,48 @@ def predict(args: PredictArguments) -> List[dict]:
     return rows
 
 
+def check_output_file(output_file: Optional[str]) -> None:
+    """Fail before the model loads and the texts are scored: create the folder and a scratch file
+    where the predictions will be written, then remove the scratch file."""
+    if output_file is None:
+        return
+    path = Path(output_file)
+    if path.exists() and not (path.is_file() and os.access(path, os.W_OK)):
+        raise UserError(f"--output_file {output_file}: exists and is not a writable file; choose another path")
+    with _writing(path) as tmp:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        open(tmp, "w").close()
+        tmp.unlink()
+
+
+@contextlib.contextmanager
+def _writing(path: Path):
+    """Yield the scratch file next to ``path``; an OS error (read-only, full disk, a file where a
+    folder should be) becomes one line and the scratch file is removed."""
+    tmp = path.with_name(f".tmp-{path.name}")
+    try:
+        yield tmp
+    except OSError as err:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise UserError(f"--output_file {path}: cannot write it ({err.strerror or err}); choose a writable path") from None
+
+
 def write_predictions(rows: List[dict], output_file: Optional[str]) -> None:
     if output_file is None:
         for row in rows:
             sys.stdout.write(json.dumps(row) + "\n")
         return
     path = Path(output_file)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if path.suffix.lower() == ".jsonl":
-        path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    else:
-        with path.open("w", newline="") as f:
-            writer = csv.DictWriter(f, fieldnames=["text", "label", "score"])
-            writer.writeheader()
-            writer.writerows(rows)
+    check_output_file(output_file)
+    # Written next to the target, then renamed over it: a failure half-way (full disk) leaves an
+    # earlier file of that name intact instead of truncated.
+    with _writing(path) as tmp:
+        with open(tmp, "w", newline="") as f:
+            if path.suffix.lower() == ".jsonl":
+                f.write("".join(json.dumps(r) + "\n" for r in rows))
+            else:
+                writer = csv.DictWriter(f, fieldnames=["text", "label", "score"])
+                writer.writeheader()
+                writer.writerows(rows)
+        os.replace(tmp, path)

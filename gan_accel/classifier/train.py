@@ -7,6 +7,7 @@ the best model kept, local SGD, the schedule length recorded in checkpoints, the
 from __future__ import annotations
 
 import json
+import math
 from contextlib import nullcontext
 from pathlib import Path
 from typing import Any, Callable, Dict, Optional
@@ -15,11 +16,13 @@ import torch
 from accelerate.utils import set_seed
 
 from ..config import RunArguments, config_to_dict
-from ..engine import BestKeeper, Engine
+from ..engine import Engine
+from ..loop.accel import build_accelerator
+from ..loop.guard import NonFiniteError
 from ..loop.run import TrainingRun
 from .config import ClassifierDataArguments, ClassifierModelArguments, ClassifierTrainArguments
 from .data import build_dataloaders, encode_data, read_labelled_rows
-from .evaluate import evaluate, export_best
+from .evaluate import best_model_keeper, best_record, evaluate
 from .model import ScheduleLength, load_model, load_tokenizer, schedule_length
 from .recipe import classifier_recipe
 
@@ -36,8 +39,13 @@ class ClassifierTrainer:
         raw = read_labelled_rows(data_args)
         self.tokenizer = load_tokenizer(model_args)
         self.args = train_args
-        self.run = run = TrainingRun(run_args, config_to_dict(data_args, model_args, train_args, run_args), project="classifier")
-        acc, self.state = run.accelerator, run.state
+        acc = build_accelerator(run_args, "classifier")
+        # The schedule's checks (warm-up shorter than the run) from the data's size, before the folder is touched.
+        schedule_length(math.ceil(len(raw.labels["train"]) / train_args.batch_size), acc.num_processes, train_args,
+                        run_args.gradient_accumulation_steps)
+        self.run = run = TrainingRun(run_args, config_to_dict(data_args, model_args, train_args, run_args),
+                                     project="classifier", accelerator=acc)
+        self.state = run.state
         set_seed(run_args.seed)  # the new classification head is drawn from this
         with acc.main_process_first():
             self.data = encode_data(raw, data_args, self.tokenizer)
@@ -53,9 +61,8 @@ class ClassifierTrainer:
         run.print(f"optimizer updates: {self.length.total_updates} ({self.length.updates_per_epoch} per epoch), "
                   f"warm-up: {self.length.warmup_updates}, global batch: "
                   f"{train_args.batch_size * acc.num_processes * run_args.gradient_accumulation_steps}")
-        self.keeper = BestKeeper(self.state, f"eval/{train_args.metric_for_best_model}", train_args.greater_is_better,
-                                 export=lambda metrics: export_best(acc, self.engine.nets.model, self.tokenizer,
-                                                                    run.output_dir / "model", self.state, metrics))
+        self.keeper = best_model_keeper(acc, self.state, self.engine.nets.model, self.tokenizer, run.output_dir / "model",
+                                        train_args.metric_for_best_model, train_args.greater_is_better)
         self.local_sgd = None
         self.last_eval: Dict[str, float] = {}
         self.last_eval_step = -1
@@ -86,9 +93,10 @@ class ClassifierTrainer:
         self.last_eval, self.last_eval_step = metrics, self.state.step
         kept = self.keeper.update(metrics)
         self.run.logger.write(self.state.step, metrics)
+        note = "  (best so far: saved)" if kept else ("" if math.isfinite(metrics["eval/loss"]) else "  (non-finite: not kept)")
         self.run.print(f"step {self.state.step} epoch {self.state.epoch}: accuracy {metrics['eval/accuracy']:.4f}  "
                        f"f1_macro {metrics['eval/f1_macro']:.4f}  loss {metrics['eval/loss']:.4f}  "
-                       f"samples {int(metrics['eval/samples'])}" + ("  (best so far: saved)" if kept else ""))
+                       f"samples {int(metrics['eval/samples'])}" + note)
 
     def train_loop(self) -> bool:
         """Train to the end; True when finished, False when stopped by a signal."""
@@ -103,11 +111,14 @@ class ClassifierTrainer:
     def train(self) -> Path:
         """Fine-tune and export; returns the run folder."""
         run = self.run
-        if self.train_loop():
-            results = write_eval_results(self, run.output_dir)
+        best = write_eval_results(self, run.output_dir)["best"] if self.train_loop() else None
+        if best:
             run.print(f"Model: {run.output_dir / 'model'}  best {self.args.metric_for_best_model}: "
-                      f"{results['best'].get('eval/' + self.args.metric_for_best_model)} at step {results['best'].get('step')}")
+                      f"{best.get('eval/' + self.args.metric_for_best_model)} at step {best.get('step')}")
         run.finish()
+        if best == {}:  # finished, yet no evaluation was finite (the guard allowed the NaN updates)
+            raise NonFiniteError(f"no evaluation of this run was finite, so no model was exported to "
+                                 f"{run.output_dir / 'model'}: the run diverged. Lower --learning_rate")
         return run.output_dir
 
 
@@ -141,8 +152,9 @@ def schedule_io(run: TrainingRun, length: ScheduleLength):
 def write_eval_results(trainer: ClassifierTrainer, out: Path) -> dict:
     best_file = out / "model" / "eval_results.json"
     results = {
-        "final": {"step": trainer.last_eval_step, **trainer.last_eval},
-        "best": json.loads(best_file.read_text()) if best_file.is_file() else {},
+        # null, not a bare NaN (which is not JSON), for a diverged evaluation
+        "final": {"step": trainer.last_eval_step, **{k: v if math.isfinite(v) else None for k, v in trainer.last_eval.items()}},
+        "best": best_record(out / "model"),
         "metric_for_best_model": trainer.args.metric_for_best_model,
         "label_names": trainer.data.label_names,
         "num_train_examples": len(trainer.data.train),

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import os
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import List, Optional, Tuple
@@ -70,7 +71,7 @@ def _finish(images: torch.Tensor, image_size: int, channels: int, chunk: int = 4
         x = images[start : start + chunk].float()
         x = _resize_batch(x, image_size)
         if x.shape[1] == 1 and channels == 3:
-            x = x.expand(-1, 3, -1, -1)
+            x = x.repeat(1, 3, 1, 1)  # a real copy: the in-place rounding below cannot write into an expand() view
         elif x.shape[1] == 3 and channels == 1:
             x = (x * torch.tensor([0.299, 0.587, 0.114]).view(1, 3, 1, 1)).sum(1, keepdim=True)
         out.append(x.round_().clamp_(0, 255).to(torch.uint8))
@@ -149,6 +150,8 @@ def _load_folder(data_dir: Optional[str], image_size: int, channels: int) -> Ima
     if not data_dir:
         raise UserError("--dataset folder needs --data_dir PATH (a folder of images, optionally one sub-folder per class)")
     root = Path(data_dir)
+    if not root.exists():
+        raise UserError(f"--data_dir {data_dir}: does not exist; point it at a folder of images")
     if not root.is_dir():
         raise UserError(f"--data_dir {data_dir}: not a folder; point it at a folder of images")
     if not os.access(root, os.R_OK | os.X_OK):
@@ -159,10 +162,15 @@ def _load_folder(data_dir: Optional[str], image_size: int, channels: int) -> Ima
     arrays, kept, skipped, small = [], [], 0, 0
     for i, path in enumerate(files):
         try:
-            with Image.open(path) as img:
-                img.load()
-                arr = _pil_to_array(img, channels)
-        except (OSError, UnidentifiedImageError, ValueError, SyntaxError) as err:
+            # A decompression bomb (more pixels than Image.MAX_IMAGE_PIXELS: an error above twice
+            # the limit, a warning between) is skipped like a corrupt file rather than decoded.
+            with warnings.catch_warnings():
+                warnings.simplefilter("error", Image.DecompressionBombWarning)
+                with Image.open(path) as img:
+                    img.load()
+                    arr = _pil_to_array(img, channels)
+        except (OSError, UnidentifiedImageError, ValueError, SyntaxError, Image.DecompressionBombError,
+                Image.DecompressionBombWarning) as err:
             skipped += 1
             log.warning("skipping unreadable image %s (%s)", path, err)
             continue

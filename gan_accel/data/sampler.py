@@ -25,14 +25,25 @@ class ResumableSampler(Sampler[int]):
         self.shuffle = shuffle
         self.epoch = 0
         self.start = 0
+        self._pinned = False  # a set_position not yet consumed by an iteration
 
     def set_epoch(self, epoch: int) -> None:
+        # Accelerate's prepared dataloader calls this at the start of EVERY pass with its own
+        # pass counter, which is 0 in a freshly built (resumed) loader. A position set by
+        # set_position for the coming pass wins over that call; otherwise a resume in epoch >= 1
+        # would silently replay epoch 0.
+        if self._pinned:
+            return
         if epoch != self.epoch:
             self.start = 0
         self.epoch = epoch
 
     def set_position(self, epoch: int, start: int) -> None:
-        self.epoch, self.start = epoch, start
+        """The next iteration yields epoch ``epoch``'s permutation from ``start`` on, whatever
+        ``set_epoch`` is called with before it."""
+        if not 0 <= start <= self.num_samples:
+            raise ValueError(f"start {start} is outside 0..{self.num_samples}")
+        self.epoch, self.start, self._pinned = epoch, start, True
 
     def permutation(self, epoch: int) -> torch.Tensor:
         if not self.shuffle:
@@ -43,7 +54,7 @@ class ResumableSampler(Sampler[int]):
     def __iter__(self) -> Iterator[int]:
         order = self.permutation(self.epoch)[self.start :].tolist()
         # The skip applies once: the next pass over this epoch (or the next epoch) starts at 0.
-        self.start = 0
+        self.start, self._pinned = 0, False
         return iter(order)
 
     def __len__(self) -> int:

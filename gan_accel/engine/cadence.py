@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Callable, Dict
+from typing import Callable, Dict, Optional
 
 
 @dataclass
@@ -14,6 +14,8 @@ class Hook:
     every: int = 0             # every k-th step (0: never on a count)
     at_end: bool = True        # after the last step
     at_epoch_end: bool = False  # after the update that ends a pass over the training data
+    after_checkpoint: bool = False  # after this step's checkpoint (not on a signal stop): outputs
+    #                                 that may fail (image grids) must never cost a checkpoint
 
     def due(self, step: int, done: bool, epoch_end: bool) -> bool:
         return (self.every > 0 and step % self.every == 0) or (self.at_end and done) or (self.at_epoch_end and epoch_end)
@@ -21,10 +23,13 @@ class Hook:
 
 class BestKeeper:
     """Keeps the best value of one metric in ``TrainState.best_metric`` (so it survives a resume)
-    and calls ``export()`` whenever it improves. A non-finite value is never the best."""
+    and calls ``export()`` whenever it improves. A non-finite value is never the best; ``accept``
+    can refuse more (e.g. an evaluation whose other metrics are not finite)."""
 
-    def __init__(self, state, key: str, greater_is_better: bool, export: Callable[[Dict[str, float]], None]) -> None:
+    def __init__(self, state, key: str, greater_is_better: bool, export: Callable[[Dict[str, float]], None],
+                 accept: Optional[Callable[[Dict[str, float]], bool]] = None) -> None:
         self.state, self.key, self.greater_is_better, self.export = state, key, greater_is_better, export
+        self.accept = accept
 
     def improved(self, value: float) -> bool:
         if not math.isfinite(value):
@@ -37,7 +42,7 @@ class BestKeeper:
     def update(self, metrics: Dict[str, float]) -> bool:
         """True when ``metrics[key]`` is the new best (then it was exported)."""
         value = metrics[self.key]
-        if not self.improved(value):
+        if not self.improved(value) or (self.accept is not None and not self.accept(metrics)):
             return False
         self.state.best_metric = value
         self.export(metrics)

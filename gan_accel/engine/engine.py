@@ -114,8 +114,9 @@ class Engine:
         ``NAME.safetensors`` and is restored by ``load_state_dict`` on resume."""
         self.extra_states[name] = obj
 
-    def every(self, steps: int, fn: Callable[[], None], at_end: bool = True, at_epoch_end: bool = False) -> None:
-        self.hooks.append(Hook(fn, steps, at_end, at_epoch_end))
+    def every(self, steps: int, fn: Callable[[], None], at_end: bool = True, at_epoch_end: bool = False,
+              after_checkpoint: bool = False) -> None:
+        self.hooks.append(Hook(fn, steps, at_end, at_epoch_end, after_checkpoint))
 
     def on_update(self, fn: Callable[[], None]) -> None:
         """``fn()`` right after every update of the progress optimizer (before logging: e.g. EMA)."""
@@ -209,32 +210,46 @@ class Engine:
         done = state.step >= self.max_steps
         if self.logger.should_log(state.step) or done:
             self.log()
-        for hook in self.hooks:
-            if hook.due(state.step, done, epoch_end):
+        due = [hook for hook in self.hooks if hook.due(state.step, done, epoch_end)]
+        for hook in due:
+            if not hook.after_checkpoint:
                 hook.fn()
         if epoch_end:
             state.epoch, state.epoch_start = state.epoch + 1, 0
-        if run.should_stop():
+        stop = run.should_stop()
+        if stop or done or run.due(run.args.checkpointing_steps):
             self.save_checkpoint()
+        if stop:
             run.print(f"Stopped by a signal at step {state.step}; resume with --resume_from_checkpoint latest")
             return True
-        if done or run.due(run.args.checkpointing_steps):
-            self.save_checkpoint()
+        for hook in due:
+            if hook.after_checkpoint:
+                hook.fn()
         return done
 
     def log(self) -> None:
-        self.run.guard.check()  # raises after --max_nonfinite_steps skipped updates in a row
-        extra = {f"lr/{name}": sched.get_last_lr()[0] for name, sched in self.schedulers.items()}
-        extra["nonfinite/skipped_total"] = self.state.nonfinite_total
-        self.logger.flush(self.state.step, extra=extra)
+        # The skip counts live on the device until now: read them back once per log line, and stop
+        # a diverged run here (after --max_nonfinite_steps skipped updates in a row) rather than at
+        # the next checkpoint (maybe never: --checkpointing_steps 0), after writing the line that
+        # shows it (every rank reads the same counts, so all flush).
+        try:
+            self.run.guard.check()
+        finally:
+            extra = {f"lr/{name}": sched.get_last_lr()[0] for name, sched in self.schedulers.items()}
+            extra["nonfinite/skipped_total"] = self.state.nonfinite_total
+            self.logger.flush(self.state.step, extra=extra)
 
     # ---- checkpoints --------------------------------------------------------------------
     def signature(self) -> dict:
         return {**self.recipe.signature(), "checkpoint_model_order": self.prepared.model_order}
 
     def weights_finite(self) -> bool:
-        params = [q for n in self.recipe.trained() for q in self.nets[n].parameters()]
-        return bool(all_finite([*params, *extra_tensors(self.extra_states)]))
+        """Parameters AND floating-point buffers of every trained network, and every registered
+        state: a diverging D can keep finite weights while its BatchNorm running variance
+        overflows to inf (seen with a GAN at --lr_d 1e10)."""
+        nets = [self.nets[n] for n in self.recipe.trained()]
+        tensors = [t for m in nets for t in (*m.parameters(), *m.buffers()) if t.is_floating_point()]
+        return bool(all_finite([*tensors, *extra_tensors(self.extra_states)]))
 
     def save_checkpoint(self) -> Path:
         for fn in self.before_save_fns:

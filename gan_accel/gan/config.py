@@ -1,6 +1,7 @@
 """Typed configuration of the GAN path (one dataclass per concern)."""
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -82,6 +83,11 @@ class GANTrainArguments:
             check_positive(name, getattr(self, name))
         for name in ("gp_weight", "r1_gamma", "warmup_steps", "ema_start", "sample_every"):
             check_positive(name, getattr(self, name), allow_zero=True)
+        # NaN passes every comparison (NaN <= 0 is False) and inf passes "> 0": both would only
+        # fail later, inside torch, after the run folder was written.
+        for name in ("gp_weight", "r1_gamma", "lr_g", "lr_d", "adam_beta1", "adam_beta2", "ema_decay"):
+            if not math.isfinite(getattr(self, name)):
+                raise ConfigError(f"--{name} must be a finite number; got {getattr(self, name)}")
         for name in ("adam_beta1", "adam_beta2", "ema_decay"):
             value = getattr(self, name)
             if not 0.0 <= value < 1.0:

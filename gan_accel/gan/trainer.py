@@ -17,7 +17,7 @@ from ..engine import BestKeeper, Engine
 from ..errors import ConfigError
 from ..loop import TrainingRun, build_accelerator
 from ..models import build_models, save_generator
-from ..sampling import fixed_noise, grid_labels, save_grid
+from ..sampling import class_rows, fixed_noise, grid_labels, save_grid
 from .config import GANDataArguments, GANEvalArguments, GANModelArguments, GANTrainArguments
 from .ema import EMA, recalibrate_batchnorm
 from .noise import StepNoise
@@ -39,6 +39,10 @@ class GANTrainer:
                                         data_args.download)
         if model_args.conditional and self.data.labels is None:
             raise ConfigError(f"--conditional needs labelled data; {self.data.name} has no class sub-folders")
+        P = accelerator.num_processes  # checked before the run folder (config.json) is written
+        if len(self.data) // train.batch_size < P:  # full batches only (drop_last), one per process at least
+            raise ConfigError(f"--batch_size {train.batch_size} x {P} processes is larger than the dataset "
+                              f"({len(self.data)} images); lower --batch_size")
         self.run = TrainingRun(run_args, config_to_dict(data_args, model_args, train, self.eval_args, run_args), project="gan",
                                accelerator=accelerator)
         set_seed(run_args.seed)  # weight init
@@ -68,9 +72,6 @@ class GANTrainer:
         # there is no per-sample decoding or host-to-device copy of pixels.
         loader = DataLoader(range(len(self.data)), batch_size=t.batch_size,
                             sampler=ResumableSampler(len(self.data), seed=self.run_args.seed), drop_last=True)
-        if len(loader) < acc.num_processes:
-            raise ConfigError(f"--batch_size {t.batch_size} x {acc.num_processes} processes is larger than the dataset "
-                              f"({len(self.data)} images); lower --batch_size")
         images = self.data.images.to(acc.device)
         if t.channels_last:
             images = images.contiguous(memory_format=torch.channels_last)  # batches gathered from it stay NHWC
@@ -83,8 +84,12 @@ class GANTrainer:
         engine, t = self.engine, self.train_args
         engine.register_state("ema", self.ema)
         engine.on_update(lambda: self.ema.update(engine.module("G"), self.run.state.step))
-        engine.every(t.sample_every, lambda: self.save_samples())  # looked up at call time (the benchmark stubs it)
+        # Grids come after the checkpoint, and the final one after the export (train): a failing
+        # grid must never cost the training since the last checkpoint. Looked up at call time
+        # (the benchmark stubs it).
+        engine.every(t.sample_every, lambda: self.save_samples(), at_end=False, after_checkpoint=True)
         if self.evaluator is not None:
+            # A non-finite FID (a diverged G) never becomes the best (BestKeeper).
             self.keeper = BestKeeper(self.run.state, "eval/fid", greater_is_better=False, export=self.export_best)
             engine.every(self.eval_args.eval_every, self.evaluate)
 
@@ -136,18 +141,30 @@ class GANTrainer:
             labels = self.sample_labels.to(dev) if self.sample_labels is not None else None
             images = G(self.sample_z.to(dev), labels).float().cpu()
         # A row per class when conditional; otherwise as square as the count allows (100 -> 10 x 10).
-        nrow = self.num_classes or max(1, math.ceil(math.sqrt(len(images))))
+        if self.num_classes:
+            images, nrow = class_rows(images, self.sample_labels, self.num_classes)
+        else:
+            nrow = max(1, math.ceil(math.sqrt(len(images))))
         return save_grid(images, self.run.output_dir / "samples" / f"step_{self.run.state.step:06d}.png", nrow=nrow)
 
     def train(self) -> Path:
-        """Train to --max_steps (or a signal), export the EMA generator when finished."""
+        """Train to --max_steps (or a signal), export the EMA generator when finished, then draw
+        the final grid (after the export it must not endanger)."""
         run = self.run
         finished = self.engine.train()
-        if run.accelerator.is_main_process and finished and run.state.step >= self.train_args.max_steps:
-            out = run.output_dir / "generator"
-            save_generator(self.calibrated_ema().cpu(), out)
-            run.print(f"Exported the EMA generator to {out}")
-        run.finish()
+        main = run.accelerator.is_main_process
+        try:
+            if main and finished and run.state.step >= self.train_args.max_steps:
+                out = run.output_dir / "generator"
+                save_generator(self.calibrated_ema().cpu(), out)  # refuses non-finite weights
+                run.print(f"Exported the EMA generator to {out}")
+                self.save_samples()
+        finally:
+            run.finish()
+        if main:  # once, and only what this run wrote
+            written = [f"{name}: {run.output_dir / name}" for name in ("samples", "generator", "best_generator")
+                       if (run.output_dir / name).is_dir()]
+            print(f"Run folder: {run.output_dir}" + (f"  ({', '.join(written)})" if written else ""))
         return run.output_dir
 
 

@@ -2,15 +2,16 @@
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 from typing import Optional
 
 from accelerate import Accelerator, DistributedDataParallelKwargs
-from accelerate.utils import ProjectConfiguration
+from accelerate.utils import ProjectConfiguration, broadcast_object_list
 
 from ..config import RunArguments
 from ..errors import UserError
+from .lock import RunLock
+from .rundir import clear_run_outputs
 
 RUN_MARKER = "config.json"
 
@@ -32,10 +33,12 @@ def build_accelerator(run: RunArguments, project_name: str) -> Accelerator:
     return accelerator
 
 
-def prepare_output_dir(accelerator: Accelerator, run: RunArguments) -> Path:
+def prepare_output_dir(accelerator: Accelerator, run: RunArguments, lock: Optional[RunLock] = None) -> Path:
     """Create ``--output_dir``; refuse one that holds another run unless resuming or overwriting.
 
-    Every rank checks (the answer is the same on all), only the main process deletes/creates.
+    Every rank checks (the answer is the same on all); only the main process creates the folder,
+    takes ``lock`` (before anything in the folder is written, so a second run cannot touch it)
+    and, with ``--overwrite_output_dir``, clears what a previous run wrote (never the user's files).
     """
     out = Path(run.output_dir)
     if out.exists() and not out.is_dir():
@@ -47,12 +50,34 @@ def prepare_output_dir(accelerator: Accelerator, run: RunArguments) -> Path:
             "--resume_from_checkpoint latest to continue it, or choose another folder"
         )
     accelerator.wait_for_everyone()
+    error = None
     if accelerator.is_main_process:
-        if holds_run and run.overwrite_output_dir and not run.resume_from_checkpoint:
-            shutil.rmtree(out)
-        out.mkdir(parents=True, exist_ok=True)
-    accelerator.wait_for_everyone()
+        try:
+            _create_and_lock(out, lock, clear=holds_run and run.overwrite_output_dir and not run.resume_from_checkpoint)
+        except UserError as err:
+            error = str(err)
+    if accelerator.num_processes > 1:
+        # The other ranks must fail with the main process, not wait for it at the next barrier.
+        error = broadcast_object_list([error])[0]
+    if error:
+        raise UserError(error)
     return out
+
+
+def _create_and_lock(out: Path, lock: Optional[RunLock], clear: bool) -> None:
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise UserError(f"--output_dir {out}: cannot create it ({err.strerror}); choose a writable folder") from None
+    if lock is not None:
+        lock.acquire()
+    if clear:
+        try:
+            removed, kept = clear_run_outputs(out)
+        except OSError as err:
+            raise UserError(f"--overwrite_output_dir: cannot clear {out} ({err}); check its permissions") from None
+        print(f"--overwrite_output_dir: removed the previous run's {', '.join(removed) or 'outputs'} from {out}"
+              + (f"; kept {', '.join(kept)}" if kept else ""), flush=True)
 
 
 def print_and_save_config(accelerator: Optional[Accelerator], config: dict, output_dir: Optional[Path]) -> None:
@@ -62,4 +87,8 @@ def print_and_save_config(accelerator: Optional[Accelerator], config: dict, outp
     text = json.dumps(config, indent=2, sort_keys=True)
     print(f"Resolved config:\n{text}", flush=True)
     if output_dir is not None:
-        (output_dir / RUN_MARKER).write_text(text + "\n")
+        try:
+            (output_dir / RUN_MARKER).write_text(text + "\n")
+        except OSError as err:
+            raise UserError(f"--output_dir {output_dir}: cannot write {RUN_MARKER} ({err.strerror}); "
+                            "choose a writable folder with free space") from None

@@ -9,9 +9,11 @@ and ``latest`` never sees a partial one.
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import shutil
+import zipfile
 from pathlib import Path
 from typing import Callable, Optional
 
@@ -75,15 +77,19 @@ class CheckpointManager:
             if acc.is_main_process:
                 if write_extra is not None:
                     write_extra(tmp)
-                write_json_durable(tmp / STATE_FILE, trainer_state)
+                write_json_durable(tmp / STATE_FILE, json_safe(trainer_state))
                 swap_into_place(tmp, final)  # re-saving a step (a signal right after a periodic save) swaps
                 self._prune()
-        except OSError as err:
+        except (OSError, RuntimeError) as err:
+            # A full disk surfaces as OSError (ENOSPC) from Python's own writes, as RuntimeError
+            # from torch.save's zip writer. Either way drop the partial folder at once: left
+            # behind, it would keep the disk full until the next resume.
             if acc.is_main_process:
                 shutil.rmtree(tmp, ignore_errors=True)
             previous = self.latest()
             kept = f"the previous checkpoint {previous} is kept" if previous else "no earlier checkpoint exists"
-            raise UserError(f"could not write checkpoint {final} ({err}); {kept}. Free disk space or change --output_dir") from None
+            reason = str(err).splitlines()[0] if str(err) else type(err).__name__
+            raise UserError(f"could not write checkpoint {final} ({reason}); {kept}. Free disk space or change --output_dir") from None
         acc.wait_for_everyone()
         return final
 
@@ -96,6 +102,18 @@ class CheckpointManager:
             shutil.rmtree(doomed, ignore_errors=True)
 
     # ---- reading -------------------------------------------------------------------------
+    def verify(self, path: Path) -> None:
+        """Check that every file of a checkpoint is readable, BEFORE the run folder is touched:
+        a truncated file found only by ``load_state`` would come after ``config.json`` was
+        rewritten. Reading headers and archive indexes is cheap; tensors are not loaded."""
+        for file in sorted(path.iterdir()):
+            problem = _file_problem(file)
+            if problem:
+                earlier = [p for p in self.complete_checkpoints() if p.name < path.name]
+                hint = (f"resume from the previous checkpoint with --resume_from_checkpoint {earlier[-1]}" if earlier
+                        else "no earlier checkpoint exists: start a new run")
+                raise UserError(f"--resume_from_checkpoint {path}: {file.name} is damaged ({problem}); {hint}")
+
     def load(self, path: Path) -> dict:
         """Restore Accelerate's state on every rank and return the loop's state dict."""
         try:
@@ -109,3 +127,41 @@ class CheckpointManager:
                             "it was written by an incompatible run") from None
         return state
 
+
+def _file_problem(file: Path) -> Optional[str]:
+    """A short description of what is wrong with one checkpoint file, or None."""
+    if file.is_dir():
+        return None
+    try:
+        if file.stat().st_size == 0:
+            return "empty file"
+        if file.suffix == ".safetensors":
+            from safetensors import safe_open
+
+            with safe_open(str(file), framework="pt") as f:  # validates the header against the file size
+                f.keys()
+        elif file.suffix in (".bin", ".pkl", ".pt"):
+            # torch.save writes a zip archive; its index sits at the end, so truncation is caught
+            # by opening it, and testzip() checks every member's CRC.
+            if not zipfile.is_zipfile(file):
+                return "not a complete torch archive (truncated?)"
+            with zipfile.ZipFile(file) as archive:
+                bad = archive.testzip()
+            if bad is not None:
+                return f"corrupt member {bad}"
+        elif file.suffix == ".json":
+            json.loads(file.read_text())
+    except Exception as err:  # noqa: BLE001 - any failure to read is the answer
+        return str(err).splitlines()[0] if str(err) else type(err).__name__
+    return None
+
+
+def json_safe(data):
+    """Non-finite floats as ``null``: ``json`` would write bare NaN/Infinity, which is not JSON."""
+    if isinstance(data, float) and not math.isfinite(data):
+        return None
+    if isinstance(data, dict):
+        return {k: json_safe(v) for k, v in data.items()}
+    if isinstance(data, (list, tuple)):
+        return [json_safe(v) for v in data]
+    return data

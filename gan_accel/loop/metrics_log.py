@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import statistics
 import time
 from pathlib import Path
 from typing import Dict, Optional, Union
@@ -29,7 +30,8 @@ def peak_memory_mb(device) -> float:
 
 class MetricsLogger:
     def __init__(self, accelerator, output_dir: Path, total_steps: int, initial_step: int, log_every: int,
-                 unit: str = "img", desc: str = "train") -> None:
+                 unit: str = "img", desc: str = "train", explosion_factor: float = 0.0,
+                 explosion_window: int = 20) -> None:
         self.accelerator = accelerator
         self.path = Path(output_dir) / "metrics.jsonl"
         self.log_every = log_every
@@ -38,6 +40,7 @@ class MetricsLogger:
         self._counts: Dict[str, int] = {}
         self._samples = 0
         self._t0 = time.perf_counter()
+        self.explosions = ExplosionCheck(explosion_factor, explosion_window)
         self.bar = tqdm(total=total_steps, initial=initial_step, desc=desc, unit="step", dynamic_ncols=True,
                         disable=not accelerator.is_local_main_process)
 
@@ -80,7 +83,14 @@ class MetricsLogger:
         acc = self.accelerator
         if not acc.is_main_process or not values:
             return
-        record = {"step": step, **{k: (v if math.isfinite(v) else str(v)) for k, v in values.items()}}
+        # Non-finite values as null: "nan" strings would make every reader special-case them.
+        record = {"step": step, **{k: (v if math.isfinite(v) else None) for k, v in values.items()}}
+        warnings = self.explosions.check(values)
+        if warnings:
+            record["warning/loss_explosion"] = "; ".join(w for w, _ in warnings)
+            for text, first in warnings:
+                if first:  # once per episode on screen; every log line of it in metrics.jsonl
+                    self.bar.write(f"warning: step {step}: {text}: the run may be diverging")
         with self.path.open("a") as f:
             f.write(json.dumps(record) + "\n")
         acc.log({k: v for k, v in values.items()}, step=step)
@@ -90,3 +100,39 @@ class MetricsLogger:
 
     def close(self) -> None:
         self.bar.close()
+
+
+class ExplosionCheck:
+    """Divergence that stays finite: a ``loss/*`` value beyond ``factor`` times the median of its
+    last ``window`` logged magnitudes. The median (not the mean) so one spike does not raise the
+    bar for the next; magnitudes floored at 1e-3 so a loss hovering near 0 (hinge, WGAN) does not
+    warn on noise."""
+
+    FLOOR = 1e-3
+    MIN_HISTORY = 3
+
+    def __init__(self, factor: float, window: int) -> None:
+        self.factor, self.window = factor, window
+        self.history: Dict[str, list] = {}
+        self.exploded: Dict[str, bool] = {}
+
+    def check(self, values: Dict[str, float]) -> list:
+        """``[(text, first_of_episode)]`` for every exploded loss among ``values``."""
+        out = []
+        if not self.factor:
+            return out
+        for key, value in values.items():
+            if not key.startswith("loss/") or not math.isfinite(value):
+                continue
+            past = self.history.setdefault(key, [])
+            exploded = False
+            if len(past) >= self.MIN_HISTORY:
+                median = max(statistics.median(past), self.FLOOR)
+                exploded = abs(value) > self.factor * median
+                if exploded:
+                    out.append((f"{key} = {value:.3g} is {abs(value) / median:.3g}x the median {median:.3g} of its "
+                                f"last {len(past)} logged values", not self.exploded.get(key, False)))
+            self.exploded[key] = exploded
+            past.append(abs(value))
+            del past[: -self.window]
+        return out

@@ -21,15 +21,20 @@ from __future__ import annotations
 
 import json
 import logging
+import math
+import time
 from pathlib import Path
 from typing import Callable, Optional
 
 from tqdm.auto import tqdm
 
-from ..config import RunArguments, resume_incompatibilities
+from ..config import RunArguments, resume_changes
 from ..errors import UserError
+from . import hparams
 from .accel import build_accelerator, prepare_output_dir, print_and_save_config
-from .checkpoint import CheckpointManager
+from .checkpoint import STATE_FILE, CheckpointManager
+from .lock import RunLock
+from .plots import plot_run_safely
 from .guard import NonFiniteGuard
 from .metrics_log import MetricsLogger
 from .signals import GracefulStop
@@ -43,19 +48,34 @@ def _tracker_config(config: dict) -> dict:
     return {k: (v if isinstance(v, (bool, str, int, float)) or v is None else str(v)) for k, v in config.items()}
 
 
+def _guess_project(config: dict) -> Optional[str]:
+    """Which path wrote a checkpoint that predates the ``project`` key: by a field only it has."""
+    if "z_dim" in config:
+        return "gan"
+    if "model_name_or_path" in config:
+        return "classifier"
+    return None
+
+
 class TrainingRun:
     def __init__(self, run: RunArguments, config: dict, project: str, accelerator=None) -> None:
         """``accelerator``: one built earlier with :func:`build_accelerator` (e.g. to read the data
         under ``main_process_first`` before the run folder is touched)."""
         self.args = run
         self.config = config
+        self.project = project
         self.accelerator = accelerator or build_accelerator(run, project)
-        self.output_dir = prepare_output_dir(self.accelerator, run)
-        self.checkpoints = CheckpointManager(self.accelerator, self.output_dir, run.checkpoints_total_limit)
+        self.checkpoints = CheckpointManager(self.accelerator, Path(run.output_dir), run.checkpoints_total_limit)
+        # Everything about the checkpoint is checked BEFORE the folder is created or written: a
+        # refused resume leaves the run folder exactly as it was (and creates none).
         self.resume_path = self.checkpoints.resolve(run.resume_from_checkpoint)
+        self.changed_settings: list = []
         if self.resume_path is not None:
             self._check_compatible(self.resume_path)
-        elif run.resume_from_checkpoint == "latest":
+            self.checkpoints.verify(self.resume_path)  # every rank: each must fail the same way
+        self.lock = RunLock(Path(run.output_dir))
+        self.output_dir = prepare_output_dir(self.accelerator, run, self.lock)
+        if self.resume_path is None and run.resume_from_checkpoint == "latest":
             self.print(f"--resume_from_checkpoint latest: no complete checkpoint in {self.checkpoints.root}; starting fresh")
         print_and_save_config(self.accelerator, config, self.output_dir)
         self.print(f"accelerator.device: {self.accelerator.device}  processes: {self.accelerator.num_processes}  "
@@ -67,6 +87,7 @@ class TrainingRun:
         self.stop = GracefulStop(self.accelerator)
         self.logger: Optional[MetricsLogger] = None
         self.stopped_by_signal = False
+        self._last_plot = -math.inf
 
     def print(self, *args) -> None:
         """Print on the local main process, above the progress bar rather than onto it."""
@@ -75,17 +96,24 @@ class TrainingRun:
 
     def _check_compatible(self, path: Path) -> None:
         try:
-            saved = json.loads((path / "trainer_state.json").read_text()).get("config", {})
-        except (OSError, json.JSONDecodeError) as err:
-            raise UserError(f"--resume_from_checkpoint {path}: unreadable trainer_state.json ({err})") from None
-        diffs = resume_incompatibilities(saved, self.config)
-        if diffs:
+            saved_all = json.loads((path / STATE_FILE).read_text())
+            saved = saved_all.get("config", {})
+        except (OSError, json.JSONDecodeError, AttributeError) as err:
+            raise UserError(f"--resume_from_checkpoint {path}: unreadable {STATE_FILE} ({err})") from None
+        other = saved_all.get("project") or _guess_project(saved)
+        if other and other != self.project:
+            raise UserError(f"--resume_from_checkpoint {path}: this is a {other} checkpoint, not a {self.project} one; "
+                            f"resume it with the {other} script or pass a {self.project} checkpoint")
+        refused, self.changed_settings = resume_changes(saved, self.config)
+        if refused:
             raise UserError(f"--resume_from_checkpoint {path}: the checkpoint was trained with different settings "
-                            f"({'; '.join(diffs)}); use the original values or start a new --output_dir")
+                            f"({'; '.join(refused)}); use the original values or start a new --output_dir")
 
     def make_logger(self, total_steps: int, unit: str, desc: str) -> MetricsLogger:
         self.logger = MetricsLogger(self.accelerator, self.output_dir, total_steps, self.state.step,
-                                    self.args.log_every, unit=unit, desc=desc)
+                                    self.args.log_every, unit=unit, desc=desc,
+                                    explosion_factor=self.args.loss_explosion_factor,
+                                    explosion_window=self.args.loss_explosion_window)
         return self.logger
 
     # ---- checkpoints ---------------------------------------------------------------------
@@ -93,7 +121,12 @@ class TrainingRun:
         """Load the checkpoint chosen by ``--resume_from_checkpoint`` (call after ``prepare``)."""
         if self.resume_path is None:
             return False
+        fresh = hparams.snapshot(self.accelerator)
         saved = self.checkpoints.load(self.resume_path)
+        if self.changed_settings:
+            hparams.reapply(self.accelerator, fresh)
+            self.print(f"warning: resuming with changed settings ({'; '.join(self.changed_settings)}): the run is "
+                       "no longer equivalent to an uninterrupted one")
         if saved.get("num_processes") != self.accelerator.num_processes:
             log.warning("checkpoint %s was written by %s processes, resuming with %d: the data order differs from "
                         "an uninterrupted run", self.resume_path, saved.get("num_processes"), self.accelerator.num_processes)
@@ -107,11 +140,26 @@ class TrainingRun:
 
     def save(self, write_extra: Optional[Callable[[Path], None]] = None) -> Path:
         self.guard.check()  # counts into the state saved below (and stop rather than save a diverged run)
-        payload = {"state": self.state.to_dict(), "config": self.config,
+        payload = {"state": self.state.to_dict(), "config": self.config, "project": self.project,
                    "num_processes": self.accelerator.num_processes}
         path = self.checkpoints.save(self.state.step, payload, write_extra)
         self.print(f"Saved checkpoint {path}")
+        self.plot(at_checkpoint=True)
         return path
+
+    # Drawing the plots takes about a second: with a checkpoint every few seconds (tests, tiny
+    # runs) it would dominate, so at checkpoints they are refreshed at most this often.
+    PLOT_INTERVAL_S = 60.0
+
+    def plot(self, at_checkpoint: bool = False) -> None:
+        """Refresh ``OUTPUT_DIR/plots/`` from ``metrics.jsonl`` (main process; never fails the run)."""
+        if not self.accelerator.is_main_process:
+            return
+        now = time.monotonic()
+        if at_checkpoint and now - self._last_plot < self.PLOT_INTERVAL_S:
+            return
+        self._last_plot = now
+        plot_run_safely(self.output_dir, warn=self.print)
 
     # ---- cadence -------------------------------------------------------------------------
     def due(self, every: int) -> bool:
@@ -125,12 +173,16 @@ class TrainingRun:
         return False
 
     def abort(self) -> None:
-        """On an error: close the progress bar so the error message starts on its own line."""
+        """On an error: close the progress bar so the error message starts on its own line, and
+        free the run folder for the next run."""
         if self.logger is not None:
             self.logger.close()
+        self.lock.release()
 
     def finish(self) -> None:
         if self.logger is not None:
             self.logger.close()
+        self.plot()
         self.accelerator.wait_for_everyone()
         self.accelerator.end_training()
+        self.lock.release()

@@ -26,5 +26,6 @@ class TrainState:
             # A GAN checkpoint from before per-optimizer counters: d_updates counted D's updates
             # (one per window) and step G's.
             data = {**data, "updates": {"D": data["d_updates"], "G": data.get("step", 0)}, "windows": data["d_updates"]}
+        # None is how a non-finite value (best_metric before any evaluation) is stored in JSON.
         names = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in names})
+        return cls(**{k: v for k, v in data.items() if k in names and v is not None})

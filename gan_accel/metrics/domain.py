@@ -15,6 +15,7 @@ from typing import Optional
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+from tqdm.auto import tqdm
 
 from ..data import ImageData, to_float_images
 from ..errors import UserError
@@ -81,15 +82,20 @@ def train_domain_classifier(images: torch.Tensor, labels: torch.Tensor, num_clas
         sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=settings.epochs * steps_per_epoch)
         gen = torch.Generator().manual_seed(settings.seed)
         model.train()
-        for _ in range(settings.epochs):
-            for idx in torch.randperm(n, generator=gen).split(settings.batch_size):
-                x = to_float_images(images[idx]).to(device)
-                y = labels[idx].to(device)
-                loss = F.cross_entropy(model(x), y)
-                opt.zero_grad(set_to_none=True)
-                loss.backward()
-                opt.step()
-                sched.step()
+        # A one-off training of about a minute on CPU: a bar (on stderr, like training's) shows it
+        # is working rather than hung.
+        with tqdm(total=settings.epochs * steps_per_epoch, desc="domain classifier (one-off, cached)", unit="step",
+                  leave=False, dynamic_ncols=True) as bar:
+            for _ in range(settings.epochs):
+                for idx in torch.randperm(n, generator=gen).split(settings.batch_size):
+                    x = to_float_images(images[idx]).to(device)
+                    y = labels[idx].to(device)
+                    loss = F.cross_entropy(model(x), y)
+                    opt.zero_grad(set_to_none=True)
+                    loss.backward()
+                    opt.step()
+                    sched.step()
+                    bar.update(1)
     return model.eval()
 
 

@@ -1,0 +1,103 @@
+"""Plots of a run's ``metrics.jsonl``: one PNG per key prefix (``loss``, ``lr``, ``eval``, ...).
+
+For users without TensorBoard, ``OUTPUT_DIR/plots/`` is refreshed at every checkpoint and at the
+end of a run; ``scripts/plot_run.py RUN_DIR`` draws it for any run folder.
+"""
+from __future__ import annotations
+
+import json
+import math
+from collections import defaultdict
+from pathlib import Path
+from typing import Callable, Dict, List, Tuple
+
+from ..errors import UserError
+
+Series = Dict[str, Tuple[List[int], List[float]]]
+
+
+def read_series(metrics_path: Path) -> Series:
+    """``{key: (steps, values)}`` of every numeric, finite value (warnings and nulls skipped).
+    A line cut short by a killed run is skipped too."""
+    series: Series = defaultdict(lambda: ([], []))
+    for line in Path(metrics_path).read_text().splitlines():
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        step = record.get("step") if isinstance(record, dict) else None
+        if not isinstance(step, (int, float)):
+            continue
+        for key, value in record.items():
+            if key != "step" and isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+                series[key][0].append(step)
+                series[key][1].append(value)
+    return dict(series)
+
+
+def group_by_prefix(series: Series) -> Dict[str, Series]:
+    groups: Dict[str, Series] = defaultdict(dict)
+    for key in sorted(series):
+        groups[key.split("/")[0] if "/" in key else "other"][key] = series[key]
+    return dict(groups)
+
+
+def plot_metrics(run_dir: Path) -> List[Path]:
+    """Write ``RUN_DIR/plots/<prefix>.png`` for every key prefix in ``RUN_DIR/metrics.jsonl``."""
+    import matplotlib
+
+    matplotlib.use("Agg")  # files only: no display needed, works on any headless machine
+    import matplotlib.pyplot as plt
+
+    groups = group_by_prefix(read_series(Path(run_dir) / "metrics.jsonl"))
+    if not groups:
+        return []
+    out_dir = Path(run_dir) / "plots"
+    out_dir.mkdir(exist_ok=True)
+    written = []
+    for prefix, series in groups.items():
+        fig, ax = plt.subplots(figsize=(7, 4))
+        for key, (steps, values) in series.items():
+            ax.plot(steps, values, label=key, marker="." if len(steps) < 30 else None)
+        positive = all(v > 0 for _, values in series.values() for v in values)
+        if prefix == "lr" or (prefix == "loss" and positive and _spread(series) > 100):
+            ax.set_yscale("log")  # learning rates and diverging losses span decades
+        ax.set_xlabel("step")
+        ax.set_title(f"{prefix} ({Path(run_dir).name})")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+        fig.tight_layout()
+        path = out_dir / f"{prefix}.png"
+        fig.savefig(path, dpi=80)
+        plt.close(fig)
+        written.append(path)
+    return written
+
+
+def _spread(series: Series) -> float:
+    values = [v for _, vs in series.values() for v in vs]
+    return max(values) / min(values) if values and min(values) > 0 else 1.0
+
+
+def plot_run_safely(run_dir: Path, warn: Callable[[str], None]) -> List[Path]:
+    """:func:`plot_metrics` for the training loop: a plotting problem is a warning, never the end
+    of a run that has trained correctly."""
+    if not (Path(run_dir) / "metrics.jsonl").is_file():
+        return []
+    try:
+        return plot_metrics(run_dir)
+    except Exception as err:  # noqa: BLE001 - any plotting failure
+        warn(f"warning: could not write plots to {Path(run_dir) / 'plots'} ({type(err).__name__}: {err})")
+        return []
+
+
+def check_run_dir(run_dir: Path) -> Path:
+    """The ``metrics.jsonl`` of a run folder, or a :class:`UserError` saying what is wrong."""
+    run_dir = Path(run_dir)
+    if not run_dir.is_dir():
+        raise UserError(f"RUN_DIR {run_dir}: no such folder; pass the --output_dir of a training run")
+    metrics = run_dir / "metrics.jsonl"
+    if not metrics.is_file():
+        raise UserError(f"RUN_DIR {run_dir}: no metrics.jsonl, so not a gan_accel run folder; pass the --output_dir "
+                        "of a training run")
+    return metrics

@@ -1,0 +1,82 @@
+"""plots/ from metrics.jsonl: written by every run at checkpoints and the end, and by
+scripts/plot_run.py for any run folder; a plotting failure never fails a run."""
+import json
+
+import pytest
+from PIL import Image
+
+from gan_accel.loop import plots
+from gan_accel.loop.plots import group_by_prefix, plot_run_safely, read_series
+from helpers import load_script
+from run_fixtures import run_gan, user_error
+
+plot_run = load_script("plot_run").main
+
+
+def write_metrics(run, records):
+    run.mkdir(parents=True, exist_ok=True)
+    lines = [json.dumps(r) for r in records] + ['{"step": 9, "loss/D": 1.']  # a line cut by a kill
+    (run / "metrics.jsonl").write_text("\n".join(lines) + "\n")
+
+
+def test_series_keep_numbers_and_group_by_prefix(tmp_path):
+    write_metrics(tmp_path, [
+        {"step": 1, "loss/D": 1.0, "loss/G": 0.5, "lr/G": 2e-4, "warning/loss_explosion": "text"},
+        {"step": 2, "loss/D": None, "loss/G": 0.4, "eval/fid": 3.0, "eval/accuracy": 0.9},
+    ])
+    series = read_series(tmp_path / "metrics.jsonl")
+    assert series["loss/D"] == ([1], [1.0]) and series["loss/G"] == ([1, 2], [0.5, 0.4])
+    assert "warning/loss_explosion" not in series
+    groups = group_by_prefix(series)
+    assert sorted(groups) == ["eval", "loss", "lr"] and sorted(groups["eval"]) == ["eval/accuracy", "eval/fid"]
+
+
+def test_a_run_writes_plots_of_every_group(tmp_path):
+    run = tmp_path / "run"
+    assert run_gan(run, "--max_steps", "2", "--checkpointing_steps", "0") == 0
+    written = sorted(p.name for p in (run / "plots").iterdir())
+    keys = {k.split("/")[0] for r in map(json.loads, (run / "metrics.jsonl").read_text().splitlines()) for k in r if "/" in k}
+    assert written == sorted(f"{k}.png" for k in keys) and {"loss.png", "lr.png"} <= set(written)
+    assert Image.open(run / "plots" / "loss.png").size[0] > 100
+
+
+def test_plot_run_script_draws_any_run_folder(tmp_path, capsys):
+    write_metrics(tmp_path / "run", [{"step": s, "loss/train": 1.0 / s, "eval/accuracy": 0.5 + s / 10} for s in (1, 2, 3)])
+    assert plot_run([str(tmp_path / "run")]) == 0
+    assert sorted(p.name for p in (tmp_path / "run" / "plots").iterdir()) == ["eval.png", "loss.png"]
+    assert str(tmp_path / "run" / "plots" / "loss.png") in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("case,match", [
+    ("missing", "no such folder"),
+    ("foreign", "no metrics.jsonl, so not a gan_accel run folder"),
+    ("empty", "holds no numeric values yet"),
+])
+def test_plot_run_script_bad_folders(tmp_path, capsys, case, match):
+    folder = tmp_path / "x"
+    if case != "missing":
+        folder.mkdir()
+        (folder / "notes.txt").write_text("not a run")
+    if case == "empty":
+        (folder / "metrics.jsonl").write_text("")
+    line = user_error(plot_run, [str(folder)], capsys)
+    assert match in line and str(folder) in line
+    assert not (folder / "plots").exists()
+
+
+def test_plot_run_help(capsys):
+    with pytest.raises(SystemExit) as info:
+        plot_run(["--help"])
+    assert info.value.code == 0 and "RUN_DIR" in capsys.readouterr().out
+
+
+def test_a_plotting_error_is_a_warning(tmp_path, monkeypatch):
+    write_metrics(tmp_path, [{"step": 1, "loss/D": 1.0}])
+
+    def broken(run_dir):
+        raise RuntimeError("no fonts")
+
+    monkeypatch.setattr(plots, "plot_metrics", broken)
+    warnings = []
+    assert plot_run_safely(tmp_path, warn=warnings.append) == []
+    assert warnings == [f"warning: could not write plots to {tmp_path / 'plots'} (RuntimeError: no fonts)"]

@@ -1,0 +1,117 @@
+"""The run folder under concurrent runs, overwrites, changed settings on resume and full disks."""
+import errno
+import json
+import logging
+import math
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from accelerate import Accelerator
+
+from gan_accel.loop.metrics_log import ExplosionCheck, MetricsLogger
+from helpers import read_jsonl
+from run_fixtures import BASE_FLAGS, LockHolder, copy_run, run_gan, snapshot, train_gan, user_error
+
+
+@pytest.fixture(scope="module")
+def base_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("base") / "run"
+    assert run_gan(out) == 0
+    return out
+
+
+def test_lock_is_released_after_a_run_and_a_stale_lock_is_taken_over(base_run, tmp_path, caplog):
+    assert not (base_run / "run.lock").exists()  # released at the end of the run
+    run = copy_run(base_run, tmp_path / "run")
+    holder = LockHolder(run)
+    holder.kill()  # SIGKILL: its lock file stays, naming a process that is gone
+    assert (run / "run.lock").read_text().split()[1] == str(holder.pid)
+    with caplog.at_level(logging.WARNING):
+        assert run_gan(run, "--resume_from_checkpoint", "latest", "--max_steps", "5") == 0
+    assert f"taking over a stale lock of a run that is gone (host" in caplog.text and f"pid {holder.pid}" in caplog.text
+    assert read_jsonl(run / "metrics.jsonl")[-1]["step"] == 5 and not (run / "run.lock").exists()
+
+
+def test_second_run_on_a_folder_in_use_is_refused_and_first_is_untouched(tmp_path, capsys):
+    run = tmp_path / "run"
+    run.mkdir()
+    holder = LockHolder(run)
+    try:
+        line = user_error(train_gan, ["--output_dir", str(run), "--max_steps", "2", "--dataset", "digits",
+                                      "--image_size", "16", "--z_dim", "8"], capsys)
+    finally:
+        holder.kill()
+    assert f"--output_dir {run}: in use by another run" in line and f"pid {holder.pid}" in line
+    assert sorted(p.name for p in run.iterdir()) == ["run.lock"]  # no config.json written
+
+
+def test_overwrite_removes_only_what_a_run_writes(base_run, tmp_path, capsys):
+    run = copy_run(base_run, tmp_path / "run")
+    (run / "notes.txt").write_text("my notes")
+    (run / "png").mkdir()
+    (run / "png" / "0.png").write_bytes(b"img")
+    (run / "grid.png").write_bytes(b"grid")
+    (run / "eval").mkdir()
+    mine = {k: v for k, v in snapshot(run).items() if k.split("/")[0] in ("notes.txt", "png", "eval", "grid.png")}
+    assert run_gan(run, "--overwrite_output_dir", "--max_steps", "2", "--checkpointing_steps", "0") == 0
+    after = snapshot(run)
+    assert {k: v for k, v in after.items() if k in mine} == mine
+    assert "kept eval, grid.png, notes.txt, png" in capsys.readouterr().out
+    assert sorted(p.name for p in (run / "checkpoints").iterdir()) == ["step_00000002"]  # the old run's are gone
+    assert [r["step"] for r in read_jsonl(run / "metrics.jsonl")] == [1, 2]
+
+
+def test_learning_rates_may_change_on_resume_and_take_effect(base_run, tmp_path, capsys):
+    run = copy_run(base_run, tmp_path / "run")
+    assert run_gan(run, "--resume_from_checkpoint", str(run / "checkpoints/step_00000002"), "--lr_g", "1e-5",
+                   "--adam_beta2", "0.99") == 0
+    assert "resuming with changed settings (--adam_beta2 0.999 -> 0.99; --lr_g 0.0002 -> 1e-05)" in capsys.readouterr().out
+    resumed = [r for r in read_jsonl(run / "metrics.jsonl") if r["step"] > 2][-2:]
+    assert [r["lr/G"] for r in resumed] == [1e-5, 1e-5] and [r["lr/D"] for r in resumed] == [2e-4, 2e-4]
+    saved = json.loads((run / "checkpoints/step_00000004/trainer_state.json").read_text())
+    assert saved["config"]["lr_g"] == 1e-5 and saved["project"] == "gan"
+
+
+def test_full_disk_at_a_checkpoint_is_one_line_and_leaves_no_partial_folder(base_run, tmp_path, capsys, monkeypatch):
+    run = copy_run(base_run, tmp_path / "run")
+
+    def full_disk_save(self, output_dir, **kwargs):
+        (Path(output_dir) / "model.safetensors").write_bytes(b"x" * 1000)  # a partial file, then the failure
+        # what torch.save's zip writer raises on ENOSPC
+        raise RuntimeError("[enforce fail at inline_container.cc:626] . PytorchStreamWriter failed writing file "
+                           f"data/0: file write failed ({errno.errorcode[errno.ENOSPC]})")
+
+    monkeypatch.setattr(Accelerator, "save_state", full_disk_save)
+    line = user_error(train_gan, [*BASE_FLAGS, "--output_dir", str(run), "--resume_from_checkpoint", "latest",
+                                  "--max_steps", "6"], capsys, bar="gan")
+    assert "could not write checkpoint" in line and "step_00000006" in line and "PytorchStreamWriter" in line
+    assert f"the previous checkpoint {run}/checkpoints/step_00000004 is kept" in line
+    assert sorted(p.name for p in (run / "checkpoints").iterdir()) == ["step_00000002", "step_00000004"]
+    assert not (run / "run.lock").exists()  # released on the error: the next run may start
+
+
+def test_non_finite_values_are_null_in_json(base_run):
+    state = json.loads((base_run / "checkpoints/step_00000004/trainer_state.json").read_text())
+    assert state["state"]["best_metric"] is None  # valid JSON: no bare NaN
+
+
+def test_metrics_jsonl_writes_null_and_warns_of_a_loss_explosion(tmp_path):
+    acc = SimpleNamespace(is_main_process=True, is_local_main_process=False, log=lambda *a, **k: None)
+    logger = MetricsLogger(acc, tmp_path, total_steps=10, initial_step=0, log_every=1, explosion_factor=1e3,
+                           explosion_window=5)
+    for step, loss in enumerate([1.0, 1.2, 0.9, 1.1, 5e3, 2e4, 1.0, float("nan")], start=1):
+        logger.write(step, {"loss/D": loss, "loss/G": 0.7})
+    records = read_jsonl(tmp_path / "metrics.jsonl")
+    warned = [r["step"] for r in records if "warning/loss_explosion" in r]
+    assert warned == [5, 6]  # 5e3 > 1e3 x median 1.05; 2e4 > 1e3 x median 1.1 (the median resists one spike)
+    assert "loss/D = 5e+03 is" in records[4]["warning/loss_explosion"]
+    assert records[-1]["loss/D"] is None and records[-1]["loss/G"] == 0.7
+
+
+def test_explosion_check_ignores_losses_near_zero_and_can_be_off():
+    near_zero = ExplosionCheck(1e3, 20)
+    assert not any(near_zero.check({"loss/D": v}) for v in [1e-6, -2e-6, 1e-6, 0.5])  # floor 1e-3: 0.5 < 1
+    off = ExplosionCheck(0.0, 20)
+    assert not any(off.check({"loss/D": v}) for v in [1.0, 1.0, 1.0, 1e9])
+    assert math.isfinite(ExplosionCheck.FLOOR)
