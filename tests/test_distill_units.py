@@ -234,8 +234,8 @@ def test_computed_cache_matches_the_teacher_example_by_example():
             for n in range(1, 8)]  # 7 examples of different lengths: batches of 3 are padded
     collate = lambda items: {k: torch.nn.utils.rnn.pad_sequence([torch.tensor(i[k]) for i in items], batch_first=True)
                              if isinstance(items[0][k], list) else torch.tensor([i[k] for i in items]) for k in items[0]}
-    cached = compute_teacher_logits(Accelerator(cpu=True), teacher, rows, collate, batch_size=3, num_labels=3)
+    loader = torch.utils.data.DataLoader(IndexedDataset(rows), batch_size=3, collate_fn=collate)
+    cached = compute_teacher_logits(Accelerator(cpu=True), teacher, loader, num_labels=3)
     with torch.no_grad():
         one_by_one = torch.cat([teacher(input_ids=torch.tensor([r["input_ids"]])).logits for r in rows])
     torch.testing.assert_close(cached, one_by_one, atol=1e-5, rtol=1e-5)
-    assert IndexedDataset(rows)[4]["example_id"] == 4

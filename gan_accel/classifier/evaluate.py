@@ -38,7 +38,10 @@ def gather_predictions(accelerator, model, eval_dl):
 def evaluate(accelerator, model, eval_dl, num_labels: int) -> Dict[str, float]:
     """``eval/{accuracy,f1_macro,loss,samples}`` on every rank (same numbers everywhere); ``samples``
     equals the validation size for any number of processes (see :func:`gather_predictions`)."""
-    preds, labels, losses = gather_predictions(accelerator, model, eval_dl)
+    return scores_of(*gather_predictions(accelerator, model, eval_dl), num_labels)
+
+
+def scores_of(preds: torch.Tensor, labels: torch.Tensor, losses: torch.Tensor, num_labels: int) -> Dict[str, float]:
     scores = classification_metrics(preds, labels, num_labels)
     return {"eval/accuracy": scores["accuracy"], "eval/f1_macro": scores["f1_macro"],
             "eval/loss": float(losses.mean()), "eval/samples": float(labels.numel())}

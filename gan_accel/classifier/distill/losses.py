@@ -42,12 +42,13 @@ def hidden_cosine_loss(student_hidden: torch.Tensor, teacher_hidden: torch.Tenso
     return (1.0 - F.cosine_similarity(s, t, dim=-1)).mean()
 
 
-def distillation_loss(student_logits: torch.Tensor, teacher_logits: torch.Tensor, labels: torch.Tensor,
+def distillation_loss(student_logits: torch.Tensor, teacher_logits: Optional[torch.Tensor], labels: torch.Tensor,
                       alpha_kd: float, alpha_ce: float, temperature: float, alpha_cos: float = 0.0,
                       hidden: Optional[Tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = None,
                       ) -> Tuple[torch.Tensor, Dict[str, torch.Tensor]]:
     """alpha_kd x soft-target loss + alpha_ce x cross-entropy + alpha_cos x hidden cosine loss.
 
+    ``teacher_logits`` may be None when alpha_kd is 0 (labels only: the ablation).
     ``hidden``: ``(student_hidden, teacher_hidden, attention_mask)``, needed when alpha_cos > 0.
     Terms with a zero weight are neither computed nor logged. Metrics are detached device
     tensors (no host sync): ``loss/train`` (the weighted sum) and the unweighted terms

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Dict, Optional, Tuple
 
 import torch
-from torch.utils.data import DataLoader, Dataset
+from torch.utils.data import Dataset
 
 CACHE_FILE = "teacher_logits.safetensors"
 EXAMPLE_ID = "example_id"  # the batch key holding each example's index in the training set
@@ -60,17 +60,16 @@ def fingerprint(teacher_path: str, dataset, max_length: int) -> Dict[str, str]:
             "input_ids_sha256": digest.hexdigest()}
 
 
-def compute_teacher_logits(accelerator, teacher, dataset, collate, batch_size: int, num_labels: int) -> torch.Tensor:
-    """Teacher logits ``[N, C]`` (float32, CPU) for every example of ``dataset``, in index order.
+def compute_teacher_logits(accelerator, teacher, loader, num_labels: int) -> torch.Tensor:
+    """Teacher logits ``[N, C]`` (float32, CPU) for every example of ``loader.dataset`` (an
+    :class:`IndexedDataset`), in index order.
 
-    The pass is sharded over the processes by a prepared, unshuffled dataloader;
-    ``gather_for_metrics`` inside the loop collects every shard on every rank and drops the
-    examples Accelerate repeated to even out the last batch.
+    ``loader``: a raw, unshuffled DataLoader. Prepared here, it shards the pass over the
+    processes; ``gather_for_metrics`` inside the loop collects every shard on every rank and drops
+    the examples Accelerate repeated to even out the last batch.
     """
-    loader = accelerator.prepare_data_loader(
-        DataLoader(IndexedDataset(dataset), batch_size=batch_size, shuffle=False, collate_fn=collate))
-    logits = torch.full((len(dataset), num_labels), float("nan"))
-    for batch in loader:
+    logits = torch.full((len(loader.dataset), num_labels), float("nan"))
+    for batch in accelerator.prepare_data_loader(loader):
         ids, out = accelerator.gather_for_metrics((batch[EXAMPLE_ID], teacher_forward(teacher, batch)[0]))
         logits[ids.cpu()] = out.cpu()
     if torch.isnan(logits).any():
