@@ -150,7 +150,7 @@ def test_student_from_teacher_works_for_bert_too():
 
 # ---- checks -----------------------------------------------------------------------------------
 def test_label_checks():
-    teacher = tiny_distilbert(labels=("a", "b", "c"))
+    teacher = tiny_distilbert(labels=("a", "b", "c")).config
     check_labels(teacher, ["a", "b", "c"], "T")
     with pytest.raises(UserError, match=r"--teacher_model_name_or_path T: its labels \['a', 'b', 'c'\] are the data's "
                                         r"in another order .*; pass --label_names a b c"):
@@ -174,7 +174,7 @@ def test_vocabulary_check(tmp_path):
 
 
 def test_width_check_only_with_the_cosine_loss():
-    teacher, narrow = tiny_distilbert(dim=16), tiny_distilbert(dim=8)
+    teacher, narrow = tiny_distilbert(dim=16).config, tiny_distilbert(dim=8).config
     check_widths(teacher, narrow, alpha_cos=0.0)
     with pytest.raises(UserError, match=r"--alpha_cos 1.0: the student's hidden width \(8\) is not the teacher's \(16\)"):
         check_widths(teacher, narrow, alpha_cos=1.0)

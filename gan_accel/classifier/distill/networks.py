@@ -12,7 +12,7 @@ import torch
 
 from ...errors import UserError
 from .config import DistillModelArguments
-from .student import student_from_teacher
+from .student import layer_map, student_from_teacher
 
 
 def _load(flag: str, name: str, what: str, load: Callable[[], Any]) -> Any:
@@ -24,15 +24,14 @@ def _load(flag: str, name: str, what: str, load: Callable[[], Any]) -> Any:
                         "save_pretrained (a Hub name must already be in the Hugging Face cache offline)") from None
 
 
-def teacher_label_names(teacher) -> List[str]:
-    id2label = teacher.config.id2label
-    return [str(id2label[i]) for i in range(teacher.config.num_labels)]
+def teacher_label_names(config) -> List[str]:
+    return [str(config.id2label[i]) for i in range(config.num_labels)]
 
 
-def check_labels(teacher, label_names: List[str], teacher_path: str) -> None:
+def check_labels(teacher_config, label_names: List[str], teacher_path: str) -> None:
     """The teacher's classes must be the data's, in the same class-id order: its logit k is
     read as the probability of class k."""
-    theirs = teacher_label_names(teacher)
+    theirs = teacher_label_names(teacher_config)
     if theirs == list(label_names):
         return
     if sorted(theirs) == sorted(label_names):
@@ -60,30 +59,35 @@ class TeacherAndStudent:
     tokenizer: Any            # the teacher's: tokenises the data and is saved with the student
 
 
-def load_teacher(args: DistillModelArguments):
-    """``(teacher, tokenizer)``: frozen (eval mode, no parameter requires grad)."""
-    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+def load_teacher(args: DistillModelArguments, label_names: List[str]):
+    """``(teacher, tokenizer)``, frozen (eval mode, no parameter requires grad). The label set is
+    checked on the config, before the weights are read."""
+    from transformers import AutoConfig, AutoModelForSequenceClassification, AutoTokenizer
 
-    path = args.teacher_model_name_or_path
-    tokenizer = _load("teacher_model_name_or_path", path, "tokenizer", lambda: AutoTokenizer.from_pretrained(path))
-    teacher = _load("teacher_model_name_or_path", path, "model",
-                    lambda: AutoModelForSequenceClassification.from_pretrained(path))
+    path, flag = args.teacher_model_name_or_path, "teacher_model_name_or_path"
+    tokenizer = _load(flag, path, "tokenizer", lambda: AutoTokenizer.from_pretrained(path))
+    config = _load(flag, path, "config", lambda: AutoConfig.from_pretrained(path))
+    check_labels(config, label_names, path)
+    if args.student_from_teacher:
+        layer_map(config.num_hidden_layers, student_depth(args, config))  # a depth error before any weights load
+    teacher = _load(flag, path, "model", lambda: AutoModelForSequenceClassification.from_pretrained(path))
     teacher.eval().requires_grad_(False)
     return teacher, tokenizer
 
 
-def load_student(args: DistillModelArguments, teacher, teacher_tokenizer, label_names: List[str]):
+def student_depth(args: DistillModelArguments, teacher_config) -> int:
+    return args.student_layers or (teacher_config.num_hidden_layers + 1) // 2
+
+
+def load_student(args: DistillModelArguments, teacher, label_names: List[str]):
     """The student, with the data's labels; a checkpoint with another head gets a fresh one (drawn
     from the seeded global RNG)."""
-    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+    from transformers import AutoModelForSequenceClassification
 
     if args.student_from_teacher:
-        layers = args.student_layers or (teacher.config.num_hidden_layers + 1) // 2
-        student = student_from_teacher(teacher, layers)
+        student = student_from_teacher(teacher, student_depth(args, teacher.config))
     else:
-        path = args.student_model_name_or_path
-        flag = "student_model_name_or_path"
-        check_vocabulary(teacher_tokenizer, _load(flag, path, "tokenizer", lambda: AutoTokenizer.from_pretrained(path)), path)
+        path, flag = args.student_model_name_or_path, "student_model_name_or_path"
         student = _load(flag, path, "model", lambda: AutoModelForSequenceClassification.from_pretrained(
             path, num_labels=len(label_names), id2label=dict(enumerate(label_names)),
             label2id={name: i for i, name in enumerate(label_names)}, ignore_mismatched_sizes=True))
@@ -99,19 +103,29 @@ def load_student(args: DistillModelArguments, teacher, teacher_tokenizer, label_
     return student
 
 
-def load_networks(args: DistillModelArguments, label_names: List[str]) -> TeacherAndStudent:
-    teacher, tokenizer = load_teacher(args)
-    check_labels(teacher, label_names, args.teacher_model_name_or_path)
-    return TeacherAndStudent(teacher, load_student(args, teacher, tokenizer, label_names), tokenizer)
+def load_networks(args: DistillModelArguments, label_names: List[str], alpha_cos: float = 0.0) -> TeacherAndStudent:
+    """Teacher and student, every check done on tokenizers and configs before weights are read
+    (loading weights prints progress bars: an error must stay one line)."""
+    if args.student_model_name_or_path:
+        from transformers import AutoConfig, AutoTokenizer
+
+        path, teacher_path = args.student_model_name_or_path, args.teacher_model_name_or_path
+        check_vocabulary(
+            _load("teacher_model_name_or_path", teacher_path, "tokenizer", lambda: AutoTokenizer.from_pretrained(teacher_path)),
+            _load("student_model_name_or_path", path, "tokenizer", lambda: AutoTokenizer.from_pretrained(path)), path)
+        check_widths(_load("teacher_model_name_or_path", teacher_path, "config", lambda: AutoConfig.from_pretrained(teacher_path)),
+                     _load("student_model_name_or_path", path, "config", lambda: AutoConfig.from_pretrained(path)), alpha_cos)
+    teacher, tokenizer = load_teacher(args, label_names)
+    return TeacherAndStudent(teacher, load_student(args, teacher, label_names), tokenizer)
 
 
-def hidden_width(model) -> int:
-    config = model.config
+def hidden_width(config) -> int:
     return getattr(config, "dim", None) or config.hidden_size
 
 
-def check_widths(teacher, student, alpha_cos: float) -> None:
+def check_widths(teacher_config, student_config, alpha_cos: float) -> None:
     """The cosine loss compares hidden states coordinate by coordinate: widths must match."""
-    if alpha_cos > 0 and hidden_width(teacher) != hidden_width(student):
-        raise UserError(f"--alpha_cos {alpha_cos}: the student's hidden width ({hidden_width(student)}) is not the "
-                        f"teacher's ({hidden_width(teacher)}); use --alpha_cos 0 or a student of the teacher's width")
+    t, s = hidden_width(teacher_config), hidden_width(student_config)
+    if alpha_cos > 0 and t != s:
+        raise UserError(f"--alpha_cos {alpha_cos}: the student's hidden width ({s}) is not the teacher's ({t}); "
+                        "use --alpha_cos 0 or a student of the teacher's width")

@@ -16,7 +16,7 @@ from ..data import ClassificationData, build_dataloaders, encode_data, read_labe
 from ..model import schedule_length
 from .config import DistillArguments, DistillModelArguments
 from .evaluation import DistillEvaluator
-from .networks import check_widths, load_networks
+from .networks import load_networks
 from .recipe import TeacherLogits, distill_recipe
 from .teacher import IndexedDataset, cached_teacher_logits, compute_teacher_logits, fingerprint
 
@@ -59,8 +59,7 @@ def train_distill(data_args: ClassifierDataArguments, model_args: DistillModelAr
     # folder is touched.
     raw = read_labelled_rows(data_args)
     set_seed(run_args.seed)  # a student checkpoint with another head gets a fresh one, drawn from this
-    nets = load_networks(model_args, raw.label_names)
-    check_widths(nets.teacher, nets.student, args.alpha_cos)
+    nets = load_networks(model_args, raw.label_names, args.alpha_cos)
     run = TrainingRun(run_args, config_to_dict(data_args, model_args, args, train_args, run_args), project="distill")
     acc = run.accelerator
     with acc.main_process_first():
