@@ -7,12 +7,12 @@ from pathlib import Path
 from classifier_fixtures import make_corpus, make_tiny, reset_accelerate, train_argv, train_in_process
 
 
-def make_teacher(folder: Path) -> dict:
-    """``{"corpus", "tiny", "teacher"}``: the teacher is the tiny 2-layer DistilBERT fine-tuned for
-    4 epochs (it classifies the validation set almost perfectly)."""
+def make_teacher(folder: Path, epochs: int = 4) -> dict:
+    """``{"corpus", "tiny", "teacher", "folder"}``: the teacher is the tiny 2-layer DistilBERT
+    fine-tuned for ``epochs`` epochs (after 4 it classifies the validation set almost perfectly)."""
     corpus = make_corpus(folder / "data")
     tiny = make_tiny(folder / "tiny", corpus["train"])
-    run = train_in_process(train_argv(corpus, tiny, folder / "teacher_run", "--num_train_epochs", "4"))
+    run = train_in_process(train_argv(corpus, tiny, folder / "teacher_run", "--num_train_epochs", str(epochs)))
     return {"corpus": corpus, "tiny": tiny, "teacher": run / "model", "folder": folder}
 
 

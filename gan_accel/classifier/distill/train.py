@@ -34,7 +34,8 @@ def fill_logit_cache(engine: Engine, cache: TeacherLogits, data: ClassificationD
 
     def compute() -> torch.Tensor:
         # Its own generator: creating a loader's iterator draws a seed, from the global RNG by
-        # default, which would shift the student's dropout stream (and break exact resume).
+        # default, which would shift the student's dropout stream; with it, a run with the cache
+        # draws the same dropout masks as one without.
         loader = DataLoader(data.train, batch_size=batch_size, shuffle=False, collate_fn=collate,
                             generator=torch.Generator().manual_seed(0))
         return compute_teacher_logits(engine.accelerator, engine.nets.teacher, loader, len(data.label_names))
