@@ -75,6 +75,7 @@ def test_exported_student_loads_in_pipeline_and_predict(distilled, tmp_path, cap
 @pytest.mark.parametrize("flags,logged,absent", [
     (["--alpha_kd", "0", "--alpha_ce", "1"], {"loss/ce"}, {"loss/kd", "loss/cos"}),     # labels only (the ablation)
     (["--alpha_kd", "1", "--alpha_ce", "0", "--alpha_cos", "1"], {"loss/kd", "loss/cos"}, {"loss/ce"}),
+    (["--mixed_precision", "bf16", "--cache_teacher_logits"], {"loss/kd", "loss/ce"}, {"loss/cos"}),  # autocast on CPU
 ])
 def test_each_loss_term_is_wired(setup, tmp_path, flags, logged, absent):
     out = distill_in_process(distill_argv(setup, tmp_path / "run", "--student_from_teacher", "--max_steps", "4",
@@ -135,3 +136,19 @@ def test_help_lists_the_distillation_flags(capsys):
     for flag in ("--teacher_model_name_or_path", "--student_from_teacher", "--student_layers", "--alpha_kd",
                  "--alpha_ce", "--alpha_cos", "--temperature", "--cache_teacher_logits", "--train_file", "--max_length"):
         assert flag in text, flag
+
+
+def test_divergence_stops_with_one_line_and_keeps_only_finite_checkpoints(setup, tmp_path):
+    from gan_accel.loop.guard import NonFiniteError
+
+    out = tmp_path / "run"
+    argv = distill_argv(setup, out, "--student_from_teacher", "--max_steps", "30", "--checkpointing_steps", "2",
+                        "--log_every", "1", "--max_nonfinite_steps", "2", "--learning_rate", "1e10")
+    with pytest.raises(NonFiniteError, match="non-finite") as info:  # a UserError: one line from the script
+        distill_in_process(argv)
+    assert "\n" not in str(info.value)
+    saved = sorted(p.name for p in (out / "checkpoints").iterdir() if p.name.startswith("step_"))
+    for name in saved:  # whatever was written is finite
+        weights = load_file(str(out / "checkpoints" / name / "model.safetensors"))
+        assert all(torch.isfinite(v).all() for v in weights.values()), name
+    assert any("nonfinite/skipped_total" in r for r in read_jsonl(out / "metrics.jsonl"))
