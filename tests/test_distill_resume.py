@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 import torch
-from safetensors.torch import load_file
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # tests/*_fixtures.py (no conftest)
 from classifier_fixtures import single_thread  # noqa: E402
 from distill_fixtures import distill_argv, distill_in_process, make_teacher  # noqa: E402
+from test_engine import checkpoint_tensors  # noqa: E402
 
 one_thread = pytest.fixture(scope="module", autouse=True)(single_thread)
 
@@ -39,17 +39,9 @@ def interrupt_at(step):
     return on_update
 
 
-def checkpoint_contents(folder: Path) -> dict:
-    out = {f"{f.name}:{k}": v for f in sorted(folder.glob("*.safetensors")) for k, v in load_file(str(f)).items()}
-    for f in sorted(folder.glob("optimizer*.bin")):
-        for index, state in torch.load(f, weights_only=True)["state"].items():
-            out.update({f"{f.name}:{index}:{k}": v for k, v in state.items()})
-    return out
-
-
 def assert_same_tensors(a: Path, b: Path) -> None:
-    ta, tb = checkpoint_contents(a), checkpoint_contents(b)
-    assert ta.keys() == tb.keys() and "model_1.safetensors:classifier.weight" in ta  # student and teacher
+    ta, tb = checkpoint_tensors(a), checkpoint_tensors(b)  # weights and optimizer states
+    assert ta.keys() == tb.keys() and "model_1.safetensors.classifier.weight" in ta  # student and teacher
     different = [key for key in ta if not torch.equal(ta[key], tb[key])]
     assert not different, different
 
