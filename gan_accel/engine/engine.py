@@ -43,6 +43,26 @@ def num_samples(batch) -> int:
     return next(v.shape[0] for v in values if torch.is_tensor(v))
 
 
+def backward_phase(accelerator, phase, step: Step, frozen: Optional[list] = None) -> Dict[str, torch.Tensor]:
+    """The phase's loss (under autocast) and its backward, with the parameters of its frozen
+    networks frozen: the loss may run through them but must not write their gradients
+    (accumulation would add those to their next update). Freezing a whole network is DDP-safe,
+    and the gradient still flows through its activations. ``frozen``: the parameters to freeze
+    (by default those of ``phase.frozen`` that train)."""
+    if frozen is None:
+        frozen = [q for n in phase.frozen for q in step.nets[n].parameters() if q.requires_grad]
+    for q in frozen:
+        q.requires_grad_(False)
+    try:
+        with accelerator.autocast():
+            loss, metrics = phase.loss(step)
+        accelerator.backward(loss)
+    finally:
+        for q in frozen:
+            q.requires_grad_(True)
+    return metrics
+
+
 class Engine:
     def __init__(self, run: TrainingRun, recipe: Recipe, loader, *, max_steps: int, eval_loaders=(),
                  unit: str = "sample", desc: str = "train") -> None:
@@ -124,7 +144,7 @@ class Engine:
                 with acc.autocast():
                     step.update(self.recipe.inputs(step))
             for phase in active:
-                metrics.update(self._backward(phase, step))
+                metrics.update(backward_phase(acc, phase, step, self._frozen[phase.name]))
                 for name, opt, sched, clip in self._steps[phase.name]:
                     verdicts[name] = apply_update(acc, opt, sched, self.check_finite, max_grad_norm=clip,
                                                   agree_across_ranks=self.agree_across_ranks)
@@ -133,23 +153,6 @@ class Engine:
         state.epoch_start += samples * acc.num_processes
         self.logger.accumulate(metrics, samples=samples)
         return verdicts if synced else None
-
-    def _backward(self, phase, step: Step) -> Dict[str, torch.Tensor]:
-        """The phase's loss and backward, with its frozen networks' parameters frozen: the loss may
-        run through them, but must not write their gradients (accumulation would add them to
-        their next update). Freezing a whole network is DDP-safe; the gradient still flows
-        through its activations."""
-        frozen = self._frozen[phase.name]
-        for q in frozen:
-            q.requires_grad_(False)
-        try:
-            with self.accelerator.autocast():
-                loss, metrics = phase.loss(step)
-            self.accelerator.backward(loss)
-        finally:
-            for q in frozen:
-                q.requires_grad_(True)
-        return metrics
 
     # ---- the loop -----------------------------------------------------------------------
     def batches(self):
@@ -212,11 +215,11 @@ class Engine:
         if epoch_end:
             state.epoch, state.epoch_start = state.epoch + 1, 0
         if run.should_stop():
-            self.save()
+            self.save_checkpoint()
             run.print(f"Stopped by a signal at step {state.step}; resume with --resume_from_checkpoint latest")
             return True
         if done or run.due(run.args.checkpointing_steps):
-            self.save()
+            self.save_checkpoint()
         return done
 
     def log(self) -> None:
@@ -233,13 +236,15 @@ class Engine:
         params = [q for n in self.recipe.trained() for q in self.nets[n].parameters()]
         return bool(all_finite([*params, *extra_tensors(self.extra_states)]))
 
-    def save(self) -> Path:
+    def save_checkpoint(self) -> Path:
         for fn in self.before_save_fns:
             fn()
         if not self.weights_finite():
             raise NonFiniteError(f"weights became non-finite at step {self.state.step}; no checkpoint was written and "
                                  "the last finite one is kept. Lower the learning rates.")
         return self.run.save(write_extra=self._write_checkpoint_files)
+
+    save = save_checkpoint  # the name of the first published API
 
     def _write_checkpoint_files(self, folder: Path) -> None:
         save_extra_states(self.extra_states, folder)
