@@ -152,3 +152,8 @@ def test_divergence_stops_with_one_line_and_keeps_only_finite_checkpoints(setup,
         weights = load_file(str(out / "checkpoints" / name / "model.safetensors"))
         assert all(torch.isfinite(v).all() for v in weights.values()), name
     assert any("nonfinite/skipped_total" in r for r in read_jsonl(out / "metrics.jsonl"))
+    if (out / "model").is_dir():  # an export, if any, is of a sound student
+        exported = load_file(str(out / "model" / "model.safetensors"))
+        assert all(torch.isfinite(v).all() for v in exported.values())
+        metrics = json.loads((out / "model" / "eval_results.json").read_text())
+        assert all(v == v for v in metrics.values()), metrics  # no NaN

@@ -29,7 +29,7 @@ def setup(tmp_path_factory):
 
 def argv_for(setup, out, *extra):
     return distill_argv(setup, out, "--student_from_teacher", "--max_steps", str(2 * K),
-                        "--gradient_accumulation_steps", "2", "--eval_steps", "5", "--weight_decay", "0.01", *extra)
+                        "--gradient_accumulation_steps", "2", "--eval_every", "5", "--weight_decay", "0.01", *extra)
 
 
 def interrupt_at(step):

@@ -3,17 +3,18 @@ they agree, the best student kept in ``OUTPUT_DIR/model``, and ``eval_results.js
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Dict
 
 from ...engine import BestKeeper
-from ..evaluate import gather_predictions, scores_of
-from ..model import export_model
+from ...loop.guard import all_finite
+from ..evaluate import export_best, gather_predictions, scores_of
 from .student import parameter_count
 
 
 class DistillEvaluator:
-    """Called by the engine's cadence hook (every ``--eval_steps``, each epoch end, the last step).
+    """Called by the engine's cadence hook (every ``--eval_every``, each epoch end, the last step).
 
     The teacher never changes, so its predictions on the validation set are computed once; the
     student's are compared with them (``eval/agreement``: the share of validation examples on
@@ -37,7 +38,7 @@ class DistillEvaluator:
                    "eval/agreement": float((preds == self.teacher_preds).float().mean())}
         step = self.run.state.step
         self.last, self.last_step = metrics, step
-        kept = self.keeper.update(metrics)
+        kept = self.keep(metrics)
         self.engine.logger.write(step, metrics)
         self.run.print(f"step {step}: accuracy {metrics['eval/accuracy']:.4f} (teacher "
                        f"{self.teacher_metrics['eval/accuracy']:.4f})  f1_macro {metrics['eval/f1_macro']:.4f}  "
@@ -46,11 +47,17 @@ class DistillEvaluator:
 
     def export(self, metrics: Dict[str, float]) -> None:
         """The best student so far: ``save_pretrained`` model + the tokenizer, written atomically."""
-        if self.acc.is_main_process:
-            export_model(self.engine.module("student"), self.tokenizer, self.model_dir)
-            record = {"step": self.run.state.step, "epoch": self.run.state.epoch, **metrics}
-            (self.model_dir / "eval_results.json").write_text(json.dumps(record, indent=2) + "\n")
-        self.acc.wait_for_everyone()
+        export_best(self.acc, self.engine.nets.student, self.tokenizer, self.model_dir, self.run.state, metrics)
+
+    def keep(self, metrics: Dict[str, float]) -> bool:
+        """Export when the metric improves, and only a sound model: a diverged student's NaN logits
+        still give a finite accuracy (argmax picks a class) with a NaN loss, so every metric and
+        every weight must be finite (the same DDP weights on every rank: the same decision)."""
+        if not all(math.isfinite(v) for v in metrics.values()):
+            return False
+        if not bool(all_finite(self.engine.nets.student.parameters())):
+            return False
+        return self.keeper.update(metrics)
 
     def best_record(self) -> dict:
         path = self.model_dir / "eval_results.json"

@@ -14,7 +14,7 @@ from typing import List, Optional
 
 import torch
 
-from ...engine import LRSchedule, Network, Optimizer, Phase, Recipe
+from ...engine import Network, Optimizer, Phase, Recipe
 from ..config import ClassifierTrainArguments
 from ..model import ScheduleLength, build_optimizer
 from .config import DistillArguments
@@ -58,10 +58,9 @@ def distill_recipe(student: torch.nn.Module, teacher: torch.nn.Module, args: Dis
     def make_optimizer(modules: List[torch.nn.Module]):
         return build_optimizer(modules[0], train_args)  # the classifier's: no decay on biases/LayerNorm
 
-    schedule = LRSchedule("linear", warmup_updates=length.warmup_updates, total_updates=length.total_updates)
     return Recipe(
         networks=[Network("student", student, optimizer="student"), Network("teacher", teacher)],
-        optimizers=[Optimizer("student", make_optimizer, schedule, max_grad_norm=train_args.max_grad_norm)],
+        optimizers=[Optimizer("student", make_optimizer, length.lr_schedule(), max_grad_norm=train_args.max_grad_norm)],
         phases=[Phase("distill", trains=["student"], loss=distill_loss_fn(args, cache))],
         progress="student",
     )

@@ -80,7 +80,7 @@ def train_distill(data_args: ClassifierDataArguments, model_args: DistillModelAr
         record.update(fill_logit_cache(engine, cache, data, train_dl.collate_fn, eval_batch_size, data_args, model_args))
     evaluator = DistillEvaluator(engine, nets.tokenizer, engine.eval_loaders[0], len(data.label_names),
                                  train_args.metric_for_best_model, train_args.greater_is_better)
-    engine.every(train_args.eval_steps, evaluator, at_end=True, at_epoch_end=True)
+    engine.every(train_args.eval_every, evaluator, at_end=True, at_epoch_end=True)
     if on_update is not None:
         engine.on_update(lambda: on_update(run.state))
     engine.resume()
