@@ -157,3 +157,10 @@ def test_divergence_stops_with_one_line_and_keeps_only_finite_checkpoints(setup,
         assert all(torch.isfinite(v).all() for v in exported.values())
         metrics = json.loads((out / "model" / "eval_results.json").read_text())
         assert all(v == v for v in metrics.values()), metrics  # no NaN
+
+
+def test_bench_help_works(capsys):
+    # argparse %-formats help strings: a bare percent sign in one would make --help itself fail.
+    with pytest.raises(SystemExit) as info:
+        load_script("bench_distill").main(["--help"])
+    assert info.value.code == 0 and "--speed_reps" in capsys.readouterr().out

@@ -26,7 +26,7 @@ from .common import ratios, reset_accelerate, set_threads, summary
 class DistillBenchArguments:
     output_dir: str = field(default="runs/bench_distill", metadata={"help": "Folder for the corpus, the tiny model and every run."})
     output_json: str = field(default="bench_distill.json", metadata={"help": "Where to write the figures (JSON)."})
-    per_class: int = field(default=700, metadata={"help": "Docstrings per class (4 classes; 20% go to validation)."})
+    per_class: int = field(default=700, metadata={"help": "Docstrings per class (4 classes; a fifth of them go to validation)."})
     vocab_size: int = field(default=3000, metadata={"help": "WordPiece vocabulary of the tiny model."})
     dim: int = field(default=64, metadata={"help": "Hidden size of teacher and student."})
     teacher_layers: int = field(default=4, metadata={"help": "Transformer layers of the teacher (the student gets half)."})
