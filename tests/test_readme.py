@@ -104,6 +104,7 @@ def script_flags():
                                                   if getattr(t, "__dataclass_fields__", None)]
     for t in types:
         flags |= {f"--{f}" for f in t.__dataclass_fields__}
+        flags |= {a for f in t.__dataclass_fields__.values() for a in f.metadata.get("aliases", [])}  # old spellings
     return flags | {"--config"}
 
 
