@@ -239,3 +239,26 @@ def test_computed_cache_matches_the_teacher_example_by_example():
     with torch.no_grad():
         one_by_one = torch.cat([teacher(input_ids=torch.tensor([r["input_ids"]])).logits for r in rows])
     torch.testing.assert_close(cached, one_by_one, atol=1e-5, rtol=1e-5)
+
+
+# ---- best-student keeping ---------------------------------------------------------------------
+def test_only_a_sound_student_is_kept():
+    from types import SimpleNamespace
+
+    from gan_accel.classifier.distill.evaluation import DistillEvaluator
+    from gan_accel.engine import BestKeeper
+    from gan_accel.loop.state import TrainState
+
+    exported = []
+    student = torch.nn.Linear(2, 2)
+    evaluator = object.__new__(DistillEvaluator)  # only what keep() reads
+    evaluator.engine = SimpleNamespace(nets=SimpleNamespace(student=student))
+    evaluator.keeper = BestKeeper(TrainState(), "eval/accuracy", True, exported.append)
+    # A diverged student: argmax of NaN logits still gives a finite accuracy, with a NaN loss.
+    assert not evaluator.keep({"eval/accuracy": 0.9, "eval/loss": float("nan")})
+    with torch.no_grad():
+        student.weight[0, 0] = float("inf")
+    assert not evaluator.keep({"eval/accuracy": 0.9, "eval/loss": 0.3})
+    with torch.no_grad():
+        student.weight[0, 0] = 1.0
+    assert evaluator.keep({"eval/accuracy": 0.9, "eval/loss": 0.3}) and len(exported) == 1
