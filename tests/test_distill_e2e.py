@@ -164,3 +164,15 @@ def test_bench_help_works(capsys):
     with pytest.raises(SystemExit) as info:
         load_script("bench_distill").main(["--help"])
     assert info.value.code == 0 and "--speed_reps" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("cache,calls", [(False, 3), (True, 0)])
+def test_cached_logits_skip_the_teachers_forward_in_the_loop(setup, tmp_path, monkeypatch, cache, calls):
+    from gan_accel.classifier.distill import recipe
+
+    counted = []
+    real = recipe.teacher_forward
+    monkeypatch.setattr(recipe, "teacher_forward", lambda *a, **k: counted.append(1) or real(*a, **k))
+    flags = ["--cache_teacher_logits"] if cache else []
+    distill_in_process(distill_argv(setup, tmp_path / "run", "--student_from_teacher", "--max_steps", "3", *flags))
+    assert len(counted) == calls  # one teacher forward per micro-batch, or none
