@@ -76,6 +76,7 @@ def test_exported_student_loads_in_pipeline_and_predict(distilled, tmp_path, cap
     (["--alpha_kd", "0", "--alpha_ce", "1"], {"loss/ce"}, {"loss/kd", "loss/cos"}),     # labels only (the ablation)
     (["--alpha_kd", "1", "--alpha_ce", "0", "--alpha_cos", "1"], {"loss/kd", "loss/cos"}, {"loss/ce"}),
     (["--mixed_precision", "bf16", "--cache_teacher_logits"], {"loss/kd", "loss/ce"}, {"loss/cos"}),  # autocast on CPU
+    (["--gradient_checkpointing"], {"loss/kd", "loss/ce"}, {"loss/cos"}),
 ])
 def test_each_loss_term_is_wired(setup, tmp_path, flags, logged, absent):
     out = distill_in_process(distill_argv(setup, tmp_path / "run", "--student_from_teacher", "--max_steps", "4",
