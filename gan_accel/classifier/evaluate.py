@@ -17,13 +17,15 @@ from .model import export_model
 
 
 @torch.no_grad()
-def evaluate(accelerator, model, eval_dl, num_labels: int) -> Dict[str, float]:
-    """``eval/{accuracy,f1_macro,loss,samples}`` on every rank (same numbers everywhere).
+def gather_predictions(accelerator, model, eval_dl):
+    """``(predictions, labels, per-sample losses)`` over the whole validation set, in its order,
+    on every rank (CPU tensors).
 
     ``gather_for_metrics`` runs inside the loop, on per-sample tensors: that is where Accelerate
-    drops the samples it duplicated to even out the last batch across processes, so ``samples``
-    equals the validation size for any number of processes.
+    drops the samples it duplicated to even out the last batch across processes, so there are
+    exactly as many as validation examples for any number of processes.
     """
+    was_training = model.training
     model.eval()
     preds, labels, losses = [], [], []
     for batch in eval_dl:
@@ -32,8 +34,17 @@ def evaluate(accelerator, model, eval_dl, num_labels: int) -> Dict[str, float]:
         loss = F.cross_entropy(logits, batch["labels"], reduction="none")         # [B]
         p, y, l = accelerator.gather_for_metrics((logits.argmax(dim=-1), batch["labels"], loss))
         preds.append(p.cpu()), labels.append(y.cpu()), losses.append(l.cpu())
-    model.train()
-    preds, labels, losses = torch.cat(preds), torch.cat(labels), torch.cat(losses)
+    model.train(was_training)
+    return torch.cat(preds), torch.cat(labels), torch.cat(losses)
+
+
+def evaluate(accelerator, model, eval_dl, num_labels: int) -> Dict[str, float]:
+    """``eval/{accuracy,f1_macro,loss,samples}`` on every rank (same numbers everywhere); ``samples``
+    equals the validation size for any number of processes (see :func:`gather_predictions`)."""
+    return scores_of(*gather_predictions(accelerator, model, eval_dl), num_labels)
+
+
+def scores_of(preds: torch.Tensor, labels: torch.Tensor, losses: torch.Tensor, num_labels: int) -> Dict[str, float]:
     scores = classification_metrics(preds, labels, num_labels)
     return {"eval/accuracy": scores["accuracy"], "eval/f1_macro": scores["f1_macro"],
             "eval/loss": float(losses.mean()), "eval/samples": float(labels.numel())}

@@ -1,0 +1,112 @@
+"""The teacher's forward pass and the logit cache (``--cache_teacher_logits``).
+
+The teacher is a network with no optimizer: placed and cast by Accelerate with
+``prepare_model(teacher, evaluation_mode=True)``, which skips the DDP wrapper (DDP refuses a
+module none of whose parameters requires a gradient, and there is nothing to all-reduce).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Dict, Optional, Tuple
+
+import torch
+from torch.utils.data import Dataset
+
+CACHE_FILE = "teacher_logits.safetensors"
+EXAMPLE_ID = "example_id"  # the batch key holding each example's index in the training set
+
+
+class IndexedDataset(Dataset):
+    """Adds each example's index (``example_id``) so a batch can look up cached teacher logits;
+    the padding collator stacks it into a ``[B]`` tensor like the labels."""
+
+    def __init__(self, dataset: Dataset) -> None:
+        self.dataset = dataset
+
+    def __len__(self) -> int:
+        return len(self.dataset)
+
+    def __getitem__(self, i: int) -> dict:
+        return {**self.dataset[i], EXAMPLE_ID: i}
+
+
+def model_inputs(batch: dict) -> dict:
+    """The batch without what the model must not see (labels: the loss is ours; example ids)."""
+    return {k: v for k, v in batch.items() if k not in ("labels", EXAMPLE_ID)}
+
+
+@torch.no_grad()
+def teacher_forward(teacher, batch: dict, hidden: bool = False) -> Tuple[torch.Tensor, Optional[torch.Tensor]]:
+    """``(logits [B, C] float32, last hidden state [B, L, D] or None)``.
+
+    ``no_grad`` rather than ``inference_mode``: the soft-target loss saves the teacher's
+    probabilities for its backward, and inference tensors cannot be saved for backward.
+    """
+    out = teacher(**model_inputs(batch), output_hidden_states=hidden)
+    return out.logits.float(), (out.hidden_states[-1] if hidden else None)
+
+
+# ---- the cache ------------------------------------------------------------------------------
+def fingerprint(teacher_path: str, dataset, max_length: int) -> Dict[str, str]:
+    """What the cached logits depend on: the teacher and the exact token ids of every example.
+    A resume (or a rerun into the same folder) reuses the file only when all of it matches."""
+    digest = hashlib.sha256()
+    for i in range(len(dataset)):
+        digest.update(json.dumps(dataset[i]["input_ids"]).encode())
+    return {"teacher": str(teacher_path), "examples": str(len(dataset)), "max_length": str(max_length),
+            "input_ids_sha256": digest.hexdigest()}
+
+
+def compute_teacher_logits(accelerator, teacher, loader, num_labels: int) -> torch.Tensor:
+    """Teacher logits ``[N, C]`` (float32, CPU) for every example of ``loader.dataset`` (an
+    :class:`IndexedDataset`), in index order.
+
+    ``loader``: a raw, unshuffled DataLoader. Prepared here, it shards the pass over the
+    processes; ``gather_for_metrics`` inside the loop collects every shard on every rank and drops
+    the examples Accelerate repeated to even out the last batch.
+    """
+    logits = torch.full((len(loader.dataset), num_labels), float("nan"))
+    for batch in accelerator.prepare_data_loader(loader):
+        ids, out = accelerator.gather_for_metrics((batch[EXAMPLE_ID], teacher_forward(teacher, batch)[0]))
+        logits[ids.cpu()] = out.cpu()
+    if torch.isnan(logits).any():
+        raise RuntimeError("teacher logit cache: some training examples were never scored")
+    return logits
+
+
+def load_cached_logits(path: Path, expected: Dict[str, str]) -> Optional[torch.Tensor]:
+    """The cached logits when ``path`` holds them for exactly this teacher and data, else None."""
+    from safetensors import safe_open
+
+    if not path.is_file():
+        return None
+    with safe_open(str(path), framework="pt") as f:
+        if f.metadata() != expected:
+            return None
+        return f.get_tensor("logits")
+
+
+def save_cached_logits(path: Path, logits: torch.Tensor, meta: Dict[str, str]) -> None:
+    """Written to a temporary name and renamed: a killed run never leaves a truncated cache."""
+    from safetensors.torch import save_file
+
+    tmp = path.with_name(f".tmp-{path.name}")
+    save_file({"logits": logits.contiguous()}, str(tmp), metadata=meta)
+    os.replace(tmp, path)
+
+
+def cached_teacher_logits(accelerator, run_dir: Path, meta: Dict[str, str], compute) -> Tuple[torch.Tensor, bool]:
+    """``(logits on the accelerator's device, reused)``: from ``RUN_DIR/teacher_logits.safetensors``
+    when it matches ``meta``, else ``compute()`` on every rank, saved by the main process."""
+    path = Path(run_dir) / CACHE_FILE
+    logits = load_cached_logits(path, meta)
+    reused = logits is not None
+    if not reused:
+        logits = compute()
+        if accelerator.is_main_process:
+            save_cached_logits(path, logits, meta)
+    accelerator.wait_for_everyone()
+    return logits.to(accelerator.device), reused
