@@ -6,12 +6,12 @@ import torch
 import torch.nn.functional as F
 from accelerate import Accelerator
 
+import gan_accel.gan.step as step_mod
 import gan_accel.gan.trainer as trainer_mod
 from gan_accel.config import RunArguments
 from gan_accel.errors import ConfigError
 from gan_accel.gan.augment import POLICIES, cutout, diff_augment, make_augment, parse_policy, translation
 from gan_accel.gan.config import GANDataArguments, GANModelArguments, GANTrainArguments
-from gan_accel.gan.step import d_step
 from gan_accel.models import build_models
 from helpers import read_jsonl
 
@@ -134,6 +134,13 @@ def test_policy_order_does_not_matter_and_bad_names_are_refused():
 # ---- in the step and in the trainer ------------------------------------------------------
 
 
+def d_step(acc, D, *args, **kwargs):
+    """D's phase as the engine runs it: the loss, then its backward."""
+    loss, metrics = step_mod.d_loss(D, *args, **kwargs)
+    acc.backward(loss)
+    return metrics
+
+
 def test_d_step_applies_augment_to_real_and_fake_alike():
     torch.manual_seed(0)
     acc = Accelerator(cpu=True)
@@ -157,7 +164,7 @@ def test_trainer_lazy_r1_phase_and_weight_per_update_window(tmp_path, monkeypatc
     """R1 on every k-th D update only, weighted gamma/2 * k, on EVERY micro-step of that update's
     accumulation window; DiffAugment is passed to both phases."""
     seen = []
-    real_d_step, real_g_step = trainer_mod.d_step, trainer_mod.g_step
+    real_d_step, real_g_step = step_mod.d_loss, step_mod.g_loss
 
     def spy_d_step(*args, r1_weight=0.0, augment=None, **kw):
         seen.append(("D", r1_weight, augment is not None))
@@ -167,14 +174,14 @@ def test_trainer_lazy_r1_phase_and_weight_per_update_window(tmp_path, monkeypatc
         seen.append(("G", None, augment is not None))
         return real_g_step(*args, augment=augment, **kw)
 
-    monkeypatch.setattr(trainer_mod, "d_step", spy_d_step)
-    monkeypatch.setattr(trainer_mod, "g_step", spy_g_step)
+    monkeypatch.setattr(step_mod, "d_loss", spy_d_step)
+    monkeypatch.setattr(step_mod, "g_loss", spy_g_step)
     t = trainer_mod.GANTrainer(GANDataArguments(image_size=16), GANModelArguments(z_dim=8, g_channels=4, d_channels=4),
                                GANTrainArguments(max_steps=7, batch_size=16, sample_every=0, r1_gamma=4.0, r1_interval=3,
                                                  diffaugment="translation"),
                                RunArguments(output_dir=str(tmp_path / "run"), checkpointing_steps=0,
                                             gradient_accumulation_steps=accum))
-    t.fit()
+    t.train()
     d_calls = [c for c in seen if c[0] == "D"]
     assert len(d_calls) == 7 * accum
     expected = [4.0 / 2 * 3 if (micro // accum) % 3 == 0 else 0.0 for micro in range(7 * accum)]

@@ -1,9 +1,15 @@
-"""The two phases in isolation: G's step leaves D untouched; D's step leaves G untouched."""
+"""The GAN recipe's two phases in isolation, run as the engine runs them: G's phase leaves D
+untouched; D's phase leaves G untouched; the update skips non-finite gradients."""
 import pytest
 import torch
 from accelerate import Accelerator
 
-from gan_accel.gan.step import apply_update, d_step, g_step, make_adam
+from gan_accel.engine import adam, apply_update, backward_phase
+from gan_accel.engine.step import Nets, Step
+from gan_accel.gan.config import GANTrainArguments
+from gan_accel.gan.noise import StepNoise
+from gan_accel.gan.recipe import GANRecipe
+from gan_accel.gan.step import d_loss
 from gan_accel.models import build_models
 
 
@@ -26,23 +32,32 @@ def same(a, b):
     return all((x is None and y is None) or (x is not None and y is not None and torch.equal(x, y)) for x, y in zip(a, b))
 
 
+def d_step(acc, D, *args, **kwargs):
+    loss, metrics = d_loss(D, *args, **kwargs)
+    acc.backward(loss)
+    return metrics
+
+
 @pytest.mark.parametrize("loss", ["nonsaturating", "hinge", "wgan_gp", "lsgan"])
 def test_g_step_leaves_d_params_and_grads_unchanged(parts, loss):
     acc, G, D, opt_G, opt_D = parts
-    real = torch.rand(4, 1, 16, 16) * 2 - 1
+    images = torch.randint(0, 256, (4, 1, 16, 16), dtype=torch.uint8)
+    gan = GANRecipe(GANTrainArguments(loss=loss), images, None, StepNoise(0, acc.device, 1, 0, 4), z_dim=8)
+    d_phase, g_phase = gan.recipe(G, D).phases
     with acc.accumulate(G, D):  # micro-step 1 of 2: D's gradients stay accumulated
         assert not acc.sync_gradients
-        fake = G(torch.randn(4, 8))
-        d_step(acc, D, real, fake, None, loss)
+        step = Step(Nets(G=G, D=D), torch.arange(4), 0, 0, {}, acc, frozenset({"D", "G"}))
+        step.update(gan.inputs(step))
+        backward_phase(acc, d_phase, step)
         assert all(p.grad is None for p in G.parameters())  # fake was detached for D
         d_params, d_grads = snapshot(D), snapshot(D, grads=True)
         assert all(g is not None for g in d_grads)
-        g_step(acc, D, fake, None, loss)
+        backward_phase(acc, g_phase, step)  # the recipe declares D frozen in G's phase
         assert same(d_grads, snapshot(D, grads=True)), "G's loss leaked gradients into D"
         assert all(p.requires_grad for p in D.parameters())  # unfrozen again
         assert all(p.grad is not None and p.grad.abs().sum() > 0 for p in G.parameters() if p.requires_grad)
         g_before = snapshot(G)
-        assert apply_update(acc, opt_G, _NoSched(), G, check_finite=True) is None  # not a sync step
+        assert apply_update(acc, opt_G, _NoSched(), check_finite=True) is None  # not a sync step
     assert same(d_params, snapshot(D))
     assert same(g_before, snapshot(G))
 
@@ -51,7 +66,7 @@ def test_g_step_leaves_d_params_and_grads_unchanged(parts, loss):
 def test_update_applies_on_sync_and_skips_nonfinite(parts, fused):
     acc, G, D, opt_G, opt_D = parts
     # fused: skipped on the device (found_inf); otherwise skipped after a host check.
-    opt_D = acc.prepare(make_adam(acc.unwrap_model(D).parameters(), 1e-2, (0.5, 0.999)) if fused
+    opt_D = acc.prepare(adam(1e-2, (0.5, 0.999))([acc.unwrap_model(D)]) if fused
                         else torch.optim.Adam(acc.unwrap_model(D).parameters(), lr=1e-2))
     assert bool(opt_D.optimizer.defaults.get("fused")) is fused
     real = torch.rand(4, 1, 16, 16) * 2 - 1
@@ -59,7 +74,7 @@ def test_update_applies_on_sync_and_skips_nonfinite(parts, fused):
         with acc.accumulate(G, D):
             fake = G(torch.randn(4, 8))
             d_step(acc, D, real, fake, None, "nonsaturating")
-            result = apply_update(acc, opt_D, _NoSched(), D, check_finite=True)
+            result = apply_update(acc, opt_D, _NoSched(), check_finite=True)
     assert bool(result) is True
     with acc.accumulate(G, D):
         pass
@@ -69,7 +84,7 @@ def test_update_applies_on_sync_and_skips_nonfinite(parts, fused):
         assert acc.sync_gradients
         for p in D.parameters():
             p.grad = torch.full_like(p, float("nan"))
-        assert bool(apply_update(acc, opt_D, _NoSched(), D, check_finite=True)) is False
+        assert bool(apply_update(acc, opt_D, _NoSched(), check_finite=True)) is False
     assert same(before, snapshot(D)) and all(p.grad is None for p in D.parameters())
     # Adam's moments and step count are untouched too: the update did not happen at all.
     assert same(moments, [s["exp_avg"] for s in opt_D.optimizer.state.values()])

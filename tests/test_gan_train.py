@@ -16,7 +16,7 @@ train_gan = load_script("train_gan").main
 sample_gan = load_script("sample_gan").main
 
 CKPT_FILES = {"model.safetensors", "model_1.safetensors", "optimizer.bin", "optimizer_1.bin", "scheduler.bin",
-              "scheduler_1.bin", "random_states_0.pkl", "ema.safetensors", "trainer_state.json"}
+              "scheduler_1.bin", "random_states_0.pkl", "ema.safetensors", "recipe.json", "trainer_state.json"}
 
 
 @pytest.fixture(scope="module")
@@ -105,13 +105,13 @@ def trainer(out, max_steps, **overrides):
 def test_lr_schedule_ends_at_the_last_update(tmp_path, schedule, accum, n_critic):
     t = trainer(tmp_path / "run", 6, lr_scheduler=schedule, warmup_steps=2, gradient_accumulation_steps=accum,
                 d_steps_per_g_step=n_critic)
-    t.fit()
+    t.train()
     records = read_jsonl(tmp_path / "run" / "metrics.jsonl")
     assert [r["step"] for r in records] == list(range(1, 7))
     assert records[0]["lr/G"] == pytest.approx(1e-4)            # warm-up: 1/2 of 2e-4 after update 1
     assert records[-1]["lr/G"] == 0.0 and records[-1]["lr/D"] == 0.0
-    assert t.parts.sched_G.scheduler.last_epoch == 6
-    assert t.parts.sched_D.scheduler.last_epoch == 6 * n_critic
+    assert t.engine.schedulers["G"].scheduler.last_epoch == 6
+    assert t.engine.schedulers["D"].scheduler.last_epoch == 6 * n_critic
     assert t.run.state.micro_step == 6 * accum * n_critic
 
 
@@ -135,11 +135,11 @@ def test_resume_equals_uninterrupted_run(tmp_path, accum, extra):
     # A constant LR: stopping by --max_steps k under a decaying schedule would change the schedule itself.
     kw = dict(batch_size=128, gradient_accumulation_steps=accum, lr_scheduler="constant", warmup_steps=2, ema_decay=0.9,
               **extra)
-    trainer(tmp_path / "straight", 10, **kw).fit()
-    trainer(tmp_path / "split", 5, **kw).fit()
+    trainer(tmp_path / "straight", 10, **kw).train()
+    trainer(tmp_path / "split", 5, **kw).train()
     resumed = trainer(tmp_path / "split", 10, resume_from_checkpoint="latest", **kw)
     assert resumed.run.state.step == 5
-    resumed.fit()
+    resumed.train()
     a = tensors_of(tmp_path / "straight" / "checkpoints" / "step_00000010")
     b = tensors_of(tmp_path / "split" / "checkpoints" / "step_00000010")
     assert a.keys() == b.keys() and len(a) > 20

@@ -114,7 +114,7 @@ def test_latest_ignores_incomplete_folders(tmp_path):
 
 def test_failed_write_keeps_the_previous_checkpoint(tmp_path, monkeypatch):
     t = trainer(tmp_path / "run", 2)
-    t.fit()
+    t.train()
     before = tensors_of(tmp_path / "run" / "checkpoints" / "step_00000002")
 
     def disk_full(*args, **kwargs):
@@ -123,7 +123,7 @@ def test_failed_write_keeps_the_previous_checkpoint(tmp_path, monkeypatch):
     monkeypatch.setattr(t.run.accelerator, "save_state", disk_full)
     t.run.state.step = 3
     with pytest.raises(Exception, match=r"could not write checkpoint .*No space left.*step_00000002 is kept"):
-        t.save_checkpoint()
+        t.engine.save_checkpoint()
     names = sorted(p.name for p in (tmp_path / "run" / "checkpoints").iterdir())
     assert names == ["step_00000002"]
     after = tensors_of(tmp_path / "run" / "checkpoints" / "step_00000002")
@@ -149,11 +149,11 @@ def nan_loss_after(calls_ok, calls_nan=None):
 def test_transient_nonfinite_steps_are_skipped_and_counted(tmp_path, monkeypatch):
     monkeypatch.setitem(gan_step.D_LOSSES, "nonsaturating", nan_loss_after(3, 2))
     t = trainer(tmp_path / "run", 8, max_nonfinite_steps=3)
-    t.fit()
+    t.train()
     assert t.run.state.step == 8 and t.run.state.nonfinite_total == 2
     records = read_jsonl(tmp_path / "run" / "metrics.jsonl")
     assert max(r.get("nonfinite/skipped_total", 0) for r in records) == 2
-    assert all(torch.isfinite(p).all() for p in t.parts.D.parameters())
+    assert all(torch.isfinite(p).all() for p in t.engine.nets.D.parameters())
 
 
 def test_persistent_nonfinite_stops_and_keeps_last_finite_checkpoint(tmp_path, monkeypatch, capsys):
@@ -175,12 +175,12 @@ def test_persistent_nonfinite_stops_and_keeps_last_finite_checkpoint(tmp_path, m
 
 def test_never_checkpoints_nonfinite_weights(tmp_path):
     t = trainer(tmp_path / "run", 2)
-    t.fit()
+    t.train()
     with torch.no_grad():
-        next(t.parts.G.parameters()).view(-1)[0] = float("inf")
+        next(t.engine.nets.G.parameters()).view(-1)[0] = float("inf")
     t.run.state.step = 3
     with pytest.raises(NonFiniteError, match="non-finite"):
-        t.save_checkpoint()
+        t.engine.save_checkpoint()
     assert sorted(p.name for p in (tmp_path / "run" / "checkpoints").iterdir()) == ["step_00000002"]
 
 

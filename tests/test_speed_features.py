@@ -82,17 +82,17 @@ def test_classifier_optimizer_is_fused_and_update_is_sync_free():
 def test_apply_update_skips_on_device_with_a_given_verdict():
     from types import SimpleNamespace
 
-    from gan_accel.gan.step import apply_update, make_adam
+    from gan_accel.engine import apply_update, fused_or_foreach
 
     p = torch.nn.Parameter(torch.ones(3))
-    raw = make_adam([p], 0.1, (0.5, 0.999))
+    raw = fused_or_foreach(torch.optim.Adam, [p], lr=0.1, betas=(0.5, 0.999))
     calls = []
     acc = SimpleNamespace(sync_gradients=True, device=torch.device("cpu"))
     opt = SimpleNamespace(optimizer=raw, step=raw.step, zero_grad=raw.zero_grad)
     sched = SimpleNamespace(step=lambda: calls.append(1))
     p.grad = torch.ones(3)
-    ok = apply_update(acc, opt, sched, torch.nn.Module(), True, finite=torch.tensor(False))
+    ok = apply_update(acc, opt, sched, True, finite=torch.tensor(False))
     assert torch.is_tensor(ok) and not bool(ok) and torch.equal(p.detach(), torch.ones(3))  # skipped on the device
     p.grad = torch.ones(3)
-    assert bool(apply_update(acc, opt, sched, torch.nn.Module(), True, finite=torch.tensor(True)))
+    assert bool(apply_update(acc, opt, sched, True, finite=torch.tensor(True)))
     assert not torch.equal(p.detach(), torch.ones(3)) and calls == [1, 1]

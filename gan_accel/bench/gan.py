@@ -1,4 +1,4 @@
-"""GAN contenders: the toolkit's real loop (:class:`GANTrainer`) and a minimal hand-written PyTorch
+"""GAN contenders: the toolkit's real loop (:class:`GANTrainer` on the engine) and a minimal hand-written PyTorch
 loop with the same formulas, so that for the same seed both end with the same weights.
 
 Both train DCGAN (BatchNorm G and D, non-saturating loss, Adam, EMA of G) on scikit-learn's
@@ -65,25 +65,26 @@ def build_toolkit(setup: GANBenchSetup, out_dir: Path, *, channels_last: bool = 
 
 
 class ToolkitContender:
-    """The toolkit's real loop, advanced in chunks: ``advance(n)`` raises ``max_steps`` by ``n`` and
-    calls ``GANTrainer.train_loop()``, which continues from its own state (data position, noise,
-    EMA) exactly as a resumed run would. Checkpoint and sample-grid writing are stubbed while
+    """The toolkit's real loop, advanced in chunks: ``advance(n)`` raises the engine's ``max_steps``
+    by ``n`` and calls ``Engine.train_loop()``, which continues from its own state (data position,
+    noise, EMA) exactly as a resumed run would. Checkpoint and sample-grid writing are stubbed while
     timing (the loop would write them at each chunk's "end"); :meth:`end_of_run_io` times the real
     ones once."""
 
     def __init__(self, setup: GANBenchSetup, out_dir: Path, **variant) -> None:
         self.setup = setup
         self.trainer = build_toolkit(setup, out_dir, **variant)
+        self.engine = self.trainer.engine
         self.device = self.trainer.run.accelerator.device
-        self._save_checkpoint, self._save_samples = self.trainer.save_checkpoint, self.trainer.save_samples
-        self.trainer.save_checkpoint = lambda: None
+        self._save_checkpoint, self._save_samples = self.engine.save_checkpoint, self.trainer.save_samples
+        self.engine.save_checkpoint = lambda: None
         self.trainer.save_samples = lambda: None
-        self.trainer.train.max_steps = 0
-        self.trainer.run.make_logger(10**9, unit="img", desc="toolkit")
+        self.engine.max_steps = 0
+        self.engine.logger = self.trainer.run.make_logger(10**9, unit="img", desc="toolkit")
 
     def advance(self, num_steps: int) -> None:
-        self.trainer.train.max_steps += num_steps
-        self.trainer.train_loop()
+        self.engine.max_steps += num_steps
+        self.engine.train_loop()
 
     def end_of_run_io(self) -> float:
         """Seconds of what the loop writes at its end: the checkpoint and the EMA sample grid."""
@@ -102,8 +103,7 @@ class ToolkitContender:
 
 
 def toolkit_weights(trainer) -> Dict[str, torch.Tensor]:
-    acc, p = trainer.run.accelerator, trainer.parts
-    return _named(acc.unwrap_model(p.G), acc.unwrap_model(p.D), p.ema.module)
+    return _named(trainer.engine.module("G"), trainer.engine.module("D"), trainer.ema.module)
 
 
 # ---- the plain PyTorch loop ------------------------------------------------------------------

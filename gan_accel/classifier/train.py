@@ -18,7 +18,7 @@ from typing import Any, Callable, Dict, Optional
 import torch
 
 from ..config import RunArguments, config_to_dict
-from ..gan.step import apply_update
+from ..engine import apply_update
 from ..loop.guard import grads_finite
 from ..loop.run import TrainingRun
 from .config import ClassifierDataArguments, ClassifierModelArguments, ClassifierTrainArguments
@@ -93,7 +93,7 @@ def train_step(acc, parts: Parts, batch: dict, max_grad_norm: float, agree_on_fi
                 finite = acc.reduce((~local).float().to(acc.device), reduction="sum") == 0
             # The GAN path's update: a fused optimizer skips a non-finite update on the device
             # (found_inf); the scheduler steps num_processes ticks (see ScheduleLength).
-            out["finite"] = apply_update(acc, optimizer, scheduler, model, check_finite=acc.mixed_precision != "fp16",
+            out["finite"] = apply_update(acc, optimizer, scheduler, check_finite=acc.mixed_precision != "fp16",
                                          finite=finite)
     return out
 

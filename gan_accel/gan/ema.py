@@ -43,6 +43,9 @@ class EMA:
     def state_dict(self) -> dict:
         return self.module.state_dict()
 
+    def load_state_dict(self, state: dict) -> None:
+        self.module.load_state_dict(state)
+
     def save(self, folder: Path) -> None:
         save_file({k: v.detach().contiguous().cpu() for k, v in self.module.state_dict().items()}, str(Path(folder) / EMA_FILE))
 

@@ -1,12 +1,13 @@
 """The loop's counters: everything besides model/optimizer/scheduler state that a resume needs."""
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, field, fields
+from typing import Dict
 
 
 @dataclass
 class TrainState:
-    step: int = 0              # optimizer updates done (G updates on the GAN path)
+    step: int = 0              # updates of the recipe's progress optimizer (G updates on the GAN path)
     micro_step: int = 0        # batches consumed since the start (drives per-step noise seeds)
     epoch: int = 0             # current pass over the data
     epoch_start: int = 0       # samples (over all processes) of this epoch already consumed
@@ -14,6 +15,8 @@ class TrainState:
     nonfinite_streak: int = 0  # consecutive skipped updates
     d_updates: int = 0         # D optimizer updates (GAN path: decides which windows train G)
     best_metric: float = float("nan")
+    windows: int = 0           # update windows completed (a window: one update's worth of micro-batches)
+    updates: Dict[str, int] = field(default_factory=dict)  # completed updates per optimizer name
 
     def to_dict(self) -> dict:
         return asdict(self)

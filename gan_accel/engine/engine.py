@@ -1,0 +1,265 @@
+"""The multi-network training engine: every loop mechanic once, for every recipe.
+
+It owns the prepare plan, the accumulation window (ONE ``accelerator.accumulate`` over every
+trained network per micro-batch), the phases' backward passes, one update function per optimizer,
+the update counters, resumable batches, the non-finite guard, the cadence (log, hooks, signals,
+checkpoints) and the checkpoint contents. A recipe declares networks, optimizers and phases
+(:mod:`.recipe`) and adds hooks; it never writes a loop.
+
+Use::
+
+    engine = Engine(run, recipe, loader, max_steps=1000)   # builds optimizers, prepares everything
+    engine.register_state("ema", ema)                      # extra state saved in every checkpoint
+    engine.every(250, save_samples)                        # cadence hooks
+    engine.resume()                                        # --resume_from_checkpoint, if given
+    finished = engine.train()                              # False when stopped by a signal
+"""
+from __future__ import annotations
+
+import functools
+import operator
+from pathlib import Path
+from typing import Callable, Dict, List, Optional
+
+import torch
+
+from ..errors import ConfigError
+from ..loop.guard import NonFiniteError, all_finite
+from ..loop.run import TrainingRun
+from .cadence import Hook
+from .extra_state import check_recipe, extra_tensors, load_extra_states, save_extra_states, write_recipe
+from .optim import build_scheduler
+from .prepare import prepare_recipe
+from .recipe import Recipe
+from .step import Nets, Step
+from .update import apply_update
+
+
+def num_samples(batch) -> int:
+    """Samples in a micro-batch: a tensor's first dimension, or that of a dict's first tensor."""
+    if torch.is_tensor(batch):
+        return batch.shape[0]
+    values = batch.values() if hasattr(batch, "values") else batch
+    return next(v.shape[0] for v in values if torch.is_tensor(v))
+
+
+def backward_phase(accelerator, phase, step: Step, frozen: Optional[list] = None) -> Dict[str, torch.Tensor]:
+    """The phase's loss (under autocast) and its backward, with the parameters of its frozen
+    networks frozen: the loss may run through them but must not write their gradients
+    (accumulation would add those to their next update). Freezing a whole network is DDP-safe,
+    and the gradient still flows through its activations. ``frozen``: the parameters to freeze
+    (by default those of ``phase.frozen`` that train)."""
+    if frozen is None:
+        frozen = [q for n in phase.frozen for q in step.nets[n].parameters() if q.requires_grad]
+    for q in frozen:
+        q.requires_grad_(False)
+    try:
+        with accelerator.autocast():
+            loss, metrics = phase.loss(step)
+        accelerator.backward(loss)
+    finally:
+        for q in frozen:
+            q.requires_grad_(True)
+    return metrics
+
+
+class Engine:
+    def __init__(self, run: TrainingRun, recipe: Recipe, loader, *, max_steps: int, eval_loaders=(),
+                 unit: str = "sample", desc: str = "train") -> None:
+        """``loader``: the raw training DataLoader; its sampler must be resumable
+        (``set_position(epoch, start)``, e.g. :class:`gan_accel.data.ResumableSampler`)."""
+        acc = self.accelerator = run.accelerator
+        self.run, self.recipe, self.state = run, recipe, run.state
+        self.max_steps, self.unit, self.desc = max_steps, unit, desc
+        self.sampler = loader.sampler
+        if not hasattr(self.sampler, "set_position"):
+            raise ConfigError("the training loader's sampler must be resumable (gan_accel.data.ResumableSampler)")
+        modules = {n.name: n.module for n in recipe.networks}
+        raw_opts = {o.name: o.make([modules[n] for n in recipe.networks_of(o.name)]) for o in recipe.optimizers}
+        raw_scheds = {o.name: build_scheduler(o.schedule, raw_opts[o.name], acc.num_processes) for o in recipe.optimizers}
+        self.prepared = prepare_recipe(acc, recipe, raw_opts, raw_scheds, [loader, *eval_loaders])
+        self.loader, self.eval_loaders = self.prepared.loaders[0], self.prepared.loaders[1:]
+        self.nets = Nets(self.prepared.nets)
+        self.optimizers, self.schedulers = self.prepared.optimizers, self.prepared.schedulers
+        self.check_finite = acc.mixed_precision != "fp16"  # fp16: the GradScaler finds and skips inf/NaN itself
+        self.agree_across_ranks = False  # set when ranks skip the gradient all-reduce (local SGD)
+        self.extra_states: Dict[str, object] = {}
+        self.hooks: List[Hook] = []
+        self.update_fns: List[Callable[[], None]] = []
+        self.before_save_fns: List[Callable[[], None]] = []
+        self.checkpoint_io: List[tuple] = []
+        self.logger = None
+        self._plan_phases()
+
+    def _plan_phases(self) -> None:
+        """Per phase, what the hot loop needs, computed once: the optimizers it steps and the
+        parameters it freezes."""
+        r = self.recipe
+        self._trained = [self.nets[n] for n in r.trained()]
+        self._steps = {p.name: [(k, self.optimizers[k], self.schedulers[k], self._spec(k).max_grad_norm)
+                                for k in r.optimizers_of(p)] for p in r.phases}
+        self._frozen = {p.name: [q for n in p.frozen for q in self.nets[n].parameters() if q.requires_grad]
+                        for p in r.phases}
+
+    def _spec(self, name: str):
+        return next(o for o in self.recipe.optimizers if o.name == name)
+
+    # ---- what recipes add ---------------------------------------------------------------
+    def module(self, name: str) -> torch.nn.Module:
+        """The network without its distributed wrapper (for sampling, exports, EMA copies)."""
+        return self.accelerator.unwrap_model(self.nets[name])
+
+    def register_state(self, name: str, obj) -> None:
+        """``obj.state_dict()`` (a flat dict of tensors) goes into every checkpoint as
+        ``NAME.safetensors`` and is restored by ``load_state_dict`` on resume."""
+        self.extra_states[name] = obj
+
+    def every(self, steps: int, fn: Callable[[], None], at_end: bool = True, at_epoch_end: bool = False) -> None:
+        self.hooks.append(Hook(fn, steps, at_end, at_epoch_end))
+
+    def on_update(self, fn: Callable[[], None]) -> None:
+        """``fn()`` right after every update of the progress optimizer (before logging: e.g. EMA)."""
+        self.update_fns.append(fn)
+
+    def before_save(self, fn: Callable[[], None]) -> None:
+        self.before_save_fns.append(fn)
+
+    def checkpoint_files(self, write: Callable[[Path], None], read: Callable[[Path], None]) -> None:
+        """Extra files a recipe writes into (and reads from) every checkpoint folder."""
+        self.checkpoint_io.append((write, read))
+
+    # ---- one micro-batch ----------------------------------------------------------------
+    def micro_step(self, batch) -> Optional[Dict[str, torch.Tensor]]:
+        """Phases of this micro-batch; returns the verdicts of the optimizers updated (None on an
+        accumulation micro-step)."""
+        acc, state = self.accelerator, self.state
+        window = state.windows
+        active = [p for p in self.recipe.phases if p.runs_in(window)]
+        step = Step(self.nets, batch, state.micro_step, window, state.updates, acc, frozenset(p.name for p in active))
+        metrics: Dict[str, torch.Tensor] = {}
+        verdicts: Dict[str, torch.Tensor] = {}
+        with acc.accumulate(*self._trained):
+            synced = acc.sync_gradients
+            if self.recipe.inputs is not None:
+                with acc.autocast():
+                    step.update(self.recipe.inputs(step))
+            for phase in active:
+                metrics.update(backward_phase(acc, phase, step, self._frozen[phase.name]))
+                for name, opt, sched, clip in self._steps[phase.name]:
+                    verdicts[name] = apply_update(acc, opt, sched, self.check_finite, max_grad_norm=clip,
+                                                  agree_across_ranks=self.agree_across_ranks)
+        state.micro_step += 1
+        samples = num_samples(batch)
+        state.epoch_start += samples * acc.num_processes
+        self.logger.accumulate(metrics, samples=samples)
+        return verdicts if synced else None
+
+    # ---- the loop -----------------------------------------------------------------------
+    def batches(self):
+        """Micro-batches from the saved position on, epoch after epoch."""
+        state = self.state
+        while True:
+            epoch = state.epoch
+            # A prepared loader calls sampler.set_epoch(its own pass count) at every pass, and a
+            # fresh loader counts from 0: without this a resumed run would replay epoch 0.
+            self.loader.set_epoch(epoch)
+            self.sampler.set_position(epoch, state.epoch_start)
+            yield from self.loader
+            if state.epoch == epoch:  # not already advanced by the update that ended the epoch
+                state.epoch, state.epoch_start = epoch + 1, 0
+
+    def train(self) -> bool:
+        """Train to ``max_steps``; True when finished, False when stopped by a signal."""
+        run, state = self.run, self.state
+        self.logger = run.make_logger(self.max_steps, unit=self.unit, desc=self.desc)
+        if state.step >= self.max_steps:
+            run.print(f"Already at step {state.step} >= --max_steps {self.max_steps}: nothing to train")
+        try:
+            self.train_loop()
+        except BaseException:
+            run.abort()
+            raise
+        return not run.stopped_by_signal
+
+    def train_loop(self) -> None:
+        """Continue from the current state until ``max_steps`` or a signal (callable again after
+        raising ``max_steps``: it continues exactly as a resumed run would)."""
+        run, state = self.run, self.state
+        with run.stop:
+            for batch in self.batches() if state.step < self.max_steps else ():
+                verdicts = self.micro_step(batch)
+                if verdicts is None:
+                    continue
+                state.windows += 1
+                for name in verdicts:
+                    state.updates[name] = state.updates.get(name, 0) + 1
+                if verdicts:
+                    run.guard.record(functools.reduce(operator.and_, verdicts.values()))  # read back at log time
+                if self.recipe.progress in verdicts and self.after_update():
+                    break
+
+    def after_update(self) -> bool:
+        """The cadence after each update of the progress optimizer; True means stop."""
+        run, state = self.run, self.state
+        state.step = state.updates[self.recipe.progress]
+        epoch_end = self.accelerator.gradient_state.end_of_dataloader
+        for fn in self.update_fns:
+            fn()
+        self.logger.advance(state.step)
+        done = state.step >= self.max_steps
+        if self.logger.should_log(state.step) or done:
+            self.log()
+        for hook in self.hooks:
+            if hook.due(state.step, done, epoch_end):
+                hook.fn()
+        if epoch_end:
+            state.epoch, state.epoch_start = state.epoch + 1, 0
+        if run.should_stop():
+            self.save_checkpoint()
+            run.print(f"Stopped by a signal at step {state.step}; resume with --resume_from_checkpoint latest")
+            return True
+        if done or run.due(run.args.checkpointing_steps):
+            self.save_checkpoint()
+        return done
+
+    def log(self) -> None:
+        self.run.guard.check()  # raises after --max_nonfinite_steps skipped updates in a row
+        extra = {f"lr/{name}": sched.get_last_lr()[0] for name, sched in self.schedulers.items()}
+        extra["nonfinite/skipped_total"] = self.state.nonfinite_total
+        self.logger.flush(self.state.step, extra=extra)
+
+    # ---- checkpoints --------------------------------------------------------------------
+    def signature(self) -> dict:
+        return {**self.recipe.signature(), "checkpoint_model_order": self.prepared.model_order}
+
+    def weights_finite(self) -> bool:
+        params = [q for n in self.recipe.trained() for q in self.nets[n].parameters()]
+        return bool(all_finite([*params, *extra_tensors(self.extra_states)]))
+
+    def save_checkpoint(self) -> Path:
+        for fn in self.before_save_fns:
+            fn()
+        if not self.weights_finite():
+            raise NonFiniteError(f"weights became non-finite at step {self.state.step}; no checkpoint was written and "
+                                 "the last finite one is kept. Lower the learning rates.")
+        return self.run.save(write_extra=self._write_checkpoint_files)
+
+    save = save_checkpoint  # the name of the first published API
+
+    def _write_checkpoint_files(self, folder: Path) -> None:
+        save_extra_states(self.extra_states, folder)
+        write_recipe(folder, self.signature())
+        for write, _ in self.checkpoint_io:
+            write(folder)
+
+    def _read_checkpoint_files(self, folder: Path) -> None:
+        load_extra_states(self.extra_states, folder)
+        for _, read in self.checkpoint_io:
+            read(folder)
+
+    def resume(self) -> bool:
+        """Load ``--resume_from_checkpoint`` (after registering extra state); False when none."""
+        if self.run.resume_path is None:
+            return False
+        check_recipe(self.run.resume_path, self.signature())
+        return self.run.resume(read_extra=self._read_checkpoint_files)

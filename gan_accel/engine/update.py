@@ -1,0 +1,57 @@
+"""The update function every optimizer goes through: device-side finite check, fused skip,
+scheduler tick, zero_grad."""
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+
+from ..loop.guard import all_finite
+
+
+def gradients_of(optimizer) -> list:
+    return [p.grad for group in optimizer.param_groups for p in group["params"] if p.grad is not None]
+
+
+def apply_update(accelerator, optimizer, scheduler, check_finite: bool, finite: Optional[torch.Tensor] = None,
+                 max_grad_norm: float = 0.0, agree_across_ranks: bool = False) -> Optional[torch.Tensor]:
+    """Step ``optimizer`` and its scheduler on a sync step; skip the update if its gradients are
+    not finite (checked after DDP's all-reduce, so every rank agrees).
+
+    Returns None on accumulation micro-steps (prepared optimizers ignore step()/zero_grad()
+    then), else a 0-dim bool tensor on the device: were the gradients finite. With a fused
+    optimizer the skip happens on the device (the ``found_inf`` input GradScaler also uses: the
+    kernel leaves weights, moments and step count untouched), so there is no host sync here;
+    other optimizers need one ``bool()``. Under fp16 the GradScaler finds and skips inf/NaN itself.
+    ``finite``: the verdict when the caller already has it (e.g. agreed across ranks).
+    ``max_grad_norm > 0`` clips first; the global norm is finite iff every gradient is, so it
+    doubles as the check (clipped non-finite gradients stay non-finite).
+    ``agree_across_ranks``: vote (any rank non-finite -> every rank skips), for when gradients are
+    not all-reduced (local SGD) and ranks could otherwise disagree.
+    """
+    if not accelerator.sync_gradients:
+        return None
+    if max_grad_norm > 0:
+        params = [p for group in optimizer.param_groups for p in group["params"]]
+        norm = accelerator.clip_grad_norm_(params, max_grad_norm)
+        if finite is None and norm is not None:
+            finite = torch.isfinite(norm)
+    if check_finite and finite is None:
+        finite = all_finite(gradients_of(optimizer))
+    elif not check_finite:
+        finite = None
+    if agree_across_ranks and finite is not None:
+        finite = accelerator.reduce((~finite).float().reshape(1).to(accelerator.device), reduction="sum")[0] == 0
+    raw = getattr(optimizer, "optimizer", optimizer)
+    if finite is not None and raw.defaults.get("fused"):
+        raw.found_inf = (~finite).float()
+        optimizer.step()
+        raw.found_inf = None
+    elif finite is not None and not bool(finite):
+        optimizer.zero_grad(set_to_none=True)
+        return finite
+    else:
+        optimizer.step()
+    scheduler.step()  # also on a device-side skip: the schedule follows the updates attempted
+    optimizer.zero_grad(set_to_none=True)
+    return finite if finite is not None else torch.ones((), dtype=torch.bool, device=accelerator.device)

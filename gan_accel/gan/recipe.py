@@ -1,0 +1,68 @@
+"""The GAN as a recipe on the engine: two networks, two optimizers, two phases.
+
+    networks   G (optimizer G), D (optimizer D)
+    phases     D: every update window            loss: D's loss (+ GP, + lazy R1)
+               G: after every n_critic-th D update, D frozen     loss: G's loss through D
+    inputs     real images and labels of the batch, z for the global batch, one G forward
+               (kept with a graph only in windows where G trains), DiffAugment seeded per step
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+
+from ..data import to_float_images
+from ..engine import LRSchedule, Network, Optimizer, Phase, Recipe, adam
+from . import step as phases
+from .augment import make_augment, parse_policy
+from .config import GANTrainArguments
+from .noise import AUGMENT, GP_ALPHA, NOISE, StepNoise
+
+
+class GANRecipe:
+    def __init__(self, train: GANTrainArguments, images: torch.Tensor, labels: Optional[torch.Tensor], noise: StepNoise,
+                 z_dim: int) -> None:
+        """``images``: uint8 [N, C, S, S] on the device (a batch is an index into it); ``labels``:
+        int64 [N] when conditional, else None."""
+        self.t, self.images, self.labels, self.noise, self.z_dim = train, images, labels, noise, z_dim
+        self.policy = parse_policy(train.diffaugment)
+
+    def recipe(self, G: torch.nn.Module, D: torch.nn.Module) -> Recipe:
+        t, n = self.t, self.t.d_steps_per_g_step
+        betas = (t.adam_beta1, t.adam_beta2)
+        return Recipe(
+            networks=[Network("G", G, optimizer="G"), Network("D", D, optimizer="D")],
+            optimizers=[Optimizer("G", adam(t.lr_g, betas), LRSchedule(t.lr_scheduler, t.warmup_steps, t.max_steps)),
+                        # D updates n times per G update: its schedule is n times longer.
+                        Optimizer("D", adam(t.lr_d, betas), LRSchedule(t.lr_scheduler, t.warmup_steps * n, t.max_steps * n))],
+            phases=[Phase("D", trains=["D"], loss=self.d_phase),
+                    Phase("G", trains=["G"], frozen=["D"], loss=self.g_phase, every=n, offset=n - 1)],
+            progress="G",
+            inputs=self.inputs,
+        )
+
+    def inputs(self, s) -> dict:
+        real = to_float_images(self.images[s.batch])
+        labels = self.labels[s.batch] if self.labels is not None else None
+        z = self.noise.normal(s.micro_step, NOISE, self.z_dim)
+        # DiffAugment: re-seeded per call, so real, fake and the penalties' inputs of this step get
+        # the same transforms; seeded by the micro-step, so a resumed run draws the same ones.
+        micro = s.micro_step
+        augment = make_augment(self.policy, lambda: self.noise.generator_for(micro, AUGMENT))
+        with torch.set_grad_enabled(s.runs("G")):  # one G forward serves both phases
+            fake = s.nets.G(z, labels)
+        return {"real": real, "labels": labels, "fake": fake, "augment": augment}
+
+    def d_phase(self, s):
+        t = self.t
+        alpha = self.noise.uniform(s.micro_step, GP_ALPHA, 1, 1, 1) if t.loss == "wgan_gp" else None
+        # Lazy R1 (StyleGAN2): on every k-th D update only, weighted by k to keep its strength.
+        lazy_r1 = t.r1_gamma > 0 and s.updates.get("D", 0) % t.r1_interval == 0
+        return phases.d_loss(s.nets.D, s["real"], s["fake"], s["labels"], t.loss,
+                             gp_weight=t.gp_weight if t.loss == "wgan_gp" else 0.0, gp_alpha=alpha,
+                             r1_weight=t.r1_gamma / 2 * t.r1_interval if lazy_r1 else 0.0, augment=s["augment"],
+                             scaler=s.accelerator.scaler)
+
+    def g_phase(self, s):
+        return phases.g_loss(s.nets.D, s["fake"], s["labels"], self.t.loss, augment=s["augment"])

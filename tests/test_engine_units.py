@@ -1,0 +1,108 @@
+"""The engine's pure parts: recipe validation, the prepare plan per strategy (strategy faked), the
+update function, phase intervals."""
+import pytest
+import torch
+import torch.nn as nn
+from accelerate.utils import DistributedType
+
+from gan_accel.engine import PER_NETWORK, SINGLE_CALL, Network, Optimizer, Phase, Recipe, adam, plan_for, prepare_recipe
+from gan_accel.errors import ConfigError
+
+
+def loss(step):
+    return torch.zeros(()), {}
+
+
+def recipe(shared: bool = False, frozen_net: bool = True) -> Recipe:
+    nets = [Network("G_AB", nn.Linear(2, 2), "G"), Network("G_BA", nn.Linear(2, 2), "G" if shared else "G2"),
+            Network("D", nn.Linear(2, 1), "D")]
+    if frozen_net:
+        nets.append(Network("teacher", nn.Linear(2, 2)))
+    opts = [Optimizer("G", adam(1e-3)), *([] if shared else [Optimizer("G2", adam(1e-3))]), Optimizer("D", adam(1e-3))]
+    g_trains = ["G_AB", "G_BA"]
+    return Recipe(nets, opts, [Phase("G", g_trains, loss, frozen=["D"]), Phase("D", ["D"], loss, every=2, offset=1)],
+                  progress="G")
+
+
+class FakeAccelerator:
+    """Records the prepare calls; FSDP2's rule (one model per call, with its optimizer) enforced."""
+
+    def __init__(self, kind, fsdp2=False):
+        self.distributed_type, self.is_fsdp2, self.calls = kind, fsdp2, []
+
+    def prepare(self, *objs):
+        models = [o for o in objs if isinstance(o, nn.Module)]
+        if self.is_fsdp2 and len(models) > 1:
+            raise ValueError("Only one model is supported when using FSDP2")
+        self.calls.append([type(o).__name__ for o in objs])
+        return objs if len(objs) > 1 else objs[0]
+
+    def prepare_model(self, model, evaluation_mode=False):
+        self.calls.append(["eval:" + type(model).__name__])
+        return model
+
+
+def raw(r):
+    opts = {o.name: o.make([r.network(n).module for n in r.networks_of(o.name)]) for o in r.optimizers}
+    return opts, {k: torch.optim.lr_scheduler.LambdaLR(v, lambda _: 1.0) for k, v in opts.items()}
+
+
+def test_single_device_and_ddp_prepare_everything_in_one_call():
+    r = recipe(shared=True)
+    acc = FakeAccelerator(DistributedType.MULTI_GPU)
+    out = prepare_recipe(acc, r, *raw(r), loaders=["loader"])
+    assert out.plan == SINGLE_CALL and len(acc.calls) == 2
+    assert acc.calls[0] == ["Linear"] * 3 + ["Adam"] * 2 + ["LambdaLR"] * 2 + ["str"]
+    assert acc.calls[1] == ["eval:Linear"] and out.model_order == ["G_AB", "G_BA", "D", "teacher"]
+    assert not any(p.requires_grad for p in r.network("teacher").module.parameters())
+
+
+def test_fsdp2_prepares_one_network_with_its_optimizer_per_call():
+    r = recipe(shared=False)
+    acc = FakeAccelerator(DistributedType.FSDP, fsdp2=True)
+    out = prepare_recipe(acc, r, *raw(r), loaders=["loader"])
+    assert plan_for(acc) == PER_NETWORK == out.plan
+    assert acc.calls == [["Linear", "Adam", "LambdaLR"]] * 3 + [["str"], ["eval:Linear"]]
+    assert out.model_order == ["G_AB", "G_BA", "D", "teacher"] and set(out.optimizers) == {"G", "G2", "D"}
+
+
+def test_fsdp2_refuses_an_optimizer_shared_by_two_networks():
+    r = recipe(shared=True)
+    with pytest.raises(ConfigError, match=r"FSDP2 prepares one network per optimizer; optimizer 'G' updates \['G_AB', 'G_BA'\]"):
+        prepare_recipe(FakeAccelerator(DistributedType.FSDP, fsdp2=True), r, *raw(r), loaders=[])
+
+
+@pytest.mark.parametrize("kind,fsdp2", [(DistributedType.DEEPSPEED, False), (DistributedType.FSDP, False)])
+def test_deepspeed_and_fsdp1_are_refused_naming_the_supported_strategies(kind, fsdp2):
+    with pytest.raises(ConfigError) as info:
+        plan_for(FakeAccelerator(kind, fsdp2))
+    message = str(info.value)
+    assert "\n" not in message and "FSDP2" in message and "DDP" in message
+
+
+@pytest.mark.parametrize("change,match", [
+    (lambda r: r.networks.append(Network("X", nn.Linear(1, 1), "nope")), "unknown optimizer 'nope'"),
+    (lambda r: r.phases.append(Phase("H", ["G_AB"], loss)), r"also updates \['G_BA'\]: list them in trains"),
+    (lambda r: r.phases.append(Phase("T", ["teacher"], loss)), "trains 'teacher', which has no optimizer"),
+    (lambda r: r.phases.append(Phase("R", ["D"], loss, every=4, offset=4)), "0 <= offset < every"),
+    (lambda r: setattr(r, "progress", "E"), "progress optimizer 'E'"),
+])
+def test_recipe_validation_names_the_problem(change, match):
+    r = recipe(shared=True)
+    change(r)
+    with pytest.raises(ConfigError, match=match):
+        Recipe(r.networks, r.optimizers, r.phases, r.progress)
+
+
+def test_phase_intervals():
+    lazy = Phase("R1", ["D"], loss, every=4)
+    g_after_n_critic = Phase("G", ["G"], loss, every=3, offset=2)
+    assert [w for w in range(9) if lazy.runs_in(w)] == [0, 4, 8]
+    assert [w for w in range(9) if g_after_n_critic.runs_in(w)] == [2, 5, 8]
+
+
+def test_shared_optimizer_holds_every_parameter_of_its_networks():
+    r = recipe(shared=True)
+    opts, _ = raw(r)
+    params = {id(p) for g in opts["G"].param_groups for p in g["params"]}
+    assert params == {id(p) for n in ("G_AB", "G_BA") for p in r.network(n).module.parameters()}
