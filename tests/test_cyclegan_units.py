@@ -11,7 +11,8 @@ from gan_accel.cyclegan.losses import (cycle_loss, discriminator_loss, generator
 from gan_accel.cyclegan.models import PatchDiscriminator, ResnetGenerator, min_image_size
 from gan_accel.cyclegan.pool import ImagePool
 from gan_accel.cyclegan.sampler import UnpairedSampler
-from gan_accel.cyclegan.schedule import build_scheduler, reference_factor
+from gan_accel.cyclegan.schedule import lr_schedule, reference_factor
+from gan_accel.engine import build_scheduler
 
 
 def count(module):
@@ -99,8 +100,8 @@ def test_reference_schedule_is_constant_then_linear_to_zero():
     for processes in (1, 2):
         param = torch.nn.Parameter(torch.zeros(1))
         opt = torch.optim.SGD([param], lr=1.0)
-        sched = build_scheduler("reference", opt, constant_updates=3, decay_updates=4, total_updates=7,
-                                warmup_updates=0, num_processes=processes)
+        schedule = lr_schedule("reference", constant_updates=3, decay_updates=4, total_updates=7, warmup_updates=0)
+        sched = build_scheduler(schedule, opt, num_processes=processes)
         lrs = []
         for _ in range(7):
             lrs.append(sched.get_last_lr()[0])

@@ -51,17 +51,20 @@ class ImagePool:
         self.images[slot] = image
 
     def state_dict(self) -> dict:
-        return {"pool_size": self.pool_size, "num_images": self.num_images, "generator": self.generator.get_state(),
-                "images": self.images[: self.num_images].cpu() if self.images is not None else None}
+        """A flat dict of tensors (checkpoints store it as safetensors): the stored images, their
+        count and the coin-flip generator's state."""
+        stored = self.images[: self.num_images] if self.images is not None else torch.zeros(0)
+        return {"pool_size": torch.tensor(self.pool_size), "num_images": torch.tensor(self.num_images),
+                "generator": self.generator.get_state(), "images": stored.detach().cpu()}
 
     def load_state_dict(self, state: dict) -> None:
-        if state["pool_size"] != self.pool_size:
-            raise ValueError(f"the checkpoint's image pool holds {state['pool_size']} images, this run {self.pool_size}")
+        if int(state["pool_size"]) != self.pool_size:
+            raise ValueError(f"the checkpoint's image pool holds {int(state['pool_size'])} images, this run {self.pool_size}")
         self.generator.set_state(state["generator"])
-        self.num_images = state["num_images"]
-        stored = state["images"]
-        if stored is None:
+        self.num_images = int(state["num_images"])
+        if not self.num_images:
             self.images = None
             return
+        stored = state["images"]
         self.images = torch.zeros((self.pool_size, *stored.shape[1:]), dtype=stored.dtype, device=self.device)
         self.images[: self.num_images] = stored.to(self.device)
