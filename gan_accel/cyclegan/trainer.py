@@ -40,6 +40,10 @@ class CycleGANTrainer:
         accelerator = build_accelerator(run_args, "cyclegan")
         with accelerator.main_process_first():
             self.domains = load_domains(data_args.dataset, data_args.data_dir, data_args.decode_size, data_args.channels)
+        pairs, P = max(len(self.domains.train_a), len(self.domains.train_b)), accelerator.num_processes
+        if pairs // train.batch_size < P:  # checked before the run folder is made: nothing on disk changes
+            raise ConfigError(f"--batch_size {train.batch_size} x {P} processes is larger than the data "
+                              f"({pairs} pairs an epoch); lower --batch_size")
         config = config_to_dict(data_args, model_args, train, eval_args, run_args)
         self.run = TrainingRun(run_args, config, project="cyclegan", accelerator=accelerator)
         set_seed(run_args.seed)  # weight init
@@ -65,9 +69,6 @@ class CycleGANTrainer:
         sampler = UnpairedSampler(len(a), len(b), seed=self.run_args.seed)
         loader = DataLoader(PairIndex(sampler.num_samples), batch_size=t.batch_size, sampler=sampler, drop_last=True)
         P = acc.num_processes
-        if len(loader) < P:
-            raise ConfigError(f"--batch_size {t.batch_size} x {P} processes is larger than the data "
-                              f"({sampler.num_samples} pairs an epoch); lower --batch_size")
         # Updates one process makes per epoch (the engine ends an accumulation window at the end
         # of the data too), so epochs convert to updates whatever the number of processes.
         per_epoch = math.ceil(len(loader) // P / self.run_args.gradient_accumulation_steps)
