@@ -33,8 +33,13 @@ def test_two_processes_equal_one_process_on_the_global_batch(tmp_path):
     a = checkpoint_tensors(single / "checkpoints" / "step_00000004")
     b = checkpoint_tensors(ddp / "checkpoints" / "step_00000004")
     assert a.keys() == b.keys() and int(a["pool_A.num_images"]) == 3   # the pools were full and swapping
-    worst = max((a[k].double() - b[k].double()).abs().max().item() for k in a if a[k].is_floating_point())
+    weights = [k for k in a if not k.startswith("optimizer") and a[k].is_floating_point()]
+    worst = max((a[k].double() - b[k].double()).abs().max().item() for k in weights)
     assert worst < 1e-5, worst
+    # Adam's moments hold raw gradients (up to ~10 here, the cycle loss weighs 10): compared relatively.
+    moments = [k for k in a if k.startswith("optimizer") and a[k].is_floating_point()]
+    relative = max(((a[k].double() - b[k].double()).abs().max() / (a[k].double().abs().max() + 1e-8)).item() for k in moments)
+    assert relative < 1e-4, relative
 
     # Written once: one metrics line per step, one grid per sample step, both exports.
     records = read_jsonl(ddp / "metrics.jsonl")

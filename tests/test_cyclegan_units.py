@@ -20,9 +20,11 @@ def count(module):
 
 
 def test_paper_sized_networks_have_the_reference_parameter_counts():
-    # pytorch-CycleGAN-and-pix2pix prints 11.378 M for resnet_9blocks and 2.765 M for the basic D.
-    assert count(ResnetGenerator(3, 64, 9)) == 11_378_179
-    assert count(PatchDiscriminator(3, 64, 3)) == 2_764_737
+    # pytorch-CycleGAN-and-pix2pix: 11,378,179 (resnet_9blocks) and 2,764,737 (basic D), less the
+    # biases of the convolutions that instance norm follows (it cancels them; see models.py).
+    g_biases = 64 + 128 + 256 + 9 * 2 * 256 + 128 + 64
+    assert count(ResnetGenerator(3, 64, 9)) == 11_378_179 - g_biases
+    assert count(PatchDiscriminator(3, 64, 3)) == 2_764_737 - (128 + 256 + 512)
 
 
 @pytest.mark.parametrize("size,d_layers,patches", [(16, 2, 2), (32, 3, 2), (32, 2, 6)])
