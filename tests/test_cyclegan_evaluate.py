@@ -7,7 +7,7 @@ import torch
 
 import gan_accel.cyclegan.evaluate as evaluate
 from cyclegan_fixtures import TINY_CYCLEGAN
-from gan_accel.cyclegan.digits_pair import digits_pair, thick_inverted
+from gan_accel.cyclegan.digits_pair import digits_pair, thick_strokes
 from gan_accel.cyclegan.evaluate import TranslationEvaluator
 from gan_accel.metrics import DomainTrainSettings
 from helpers import load_script
@@ -31,7 +31,7 @@ class Oracle(torch.nn.Module):
 
     def forward(self, x):
         u8 = ((x + 1) * 127.5).round().clamp(0, 255).to(torch.uint8)
-        return thick_inverted(u8).float() / 127.5 - 1
+        return thick_strokes(u8).float() / 127.5 - 1
 
 
 def test_oracle_and_identity_translators(cache_dir):

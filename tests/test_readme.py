@@ -84,7 +84,7 @@ LAUNCHER_FLAGS = {"--nproc_per_node", "--nnodes", "--node_rank", "--master_addr"
 def script_flags():
     flags = set()
     for name in ("train_gan", "sample_gan", "evaluate_gan", "train_classifier", "predict", "make_tiny_model", "bench",
-                 "bench_knobs"):
+                 "bench_knobs", "train_cyclegan", "translate"):
         if not (ROOT / "scripts" / f"{name}.py").exists():
             continue
         source = (ROOT / "scripts" / f"{name}.py").read_text()
@@ -98,8 +98,9 @@ def script_flags():
     from gan_accel.gan.config import GAN_CONFIG_TYPES
     from gan_accel.classifier import config as classifier_config
     from gan_accel.classifier.tiny import TinyModelArguments
+    from gan_accel.cyclegan.config import CYCLEGAN_CONFIG_TYPES
 
-    types = [RunArguments, *GAN_CONFIG_TYPES, TinyModelArguments] + [t for t in vars(classifier_config).values()
+    types = [RunArguments, *GAN_CONFIG_TYPES, *CYCLEGAN_CONFIG_TYPES, TinyModelArguments] + [t for t in vars(classifier_config).values()
                                                   if getattr(t, "__dataclass_fields__", None)]
     for t in types:
         flags |= {f"--{f}" for f in t.__dataclass_fields__}

@@ -21,7 +21,7 @@ from .schedule import SCHEDULERS
 
 @dataclass
 class CycleGANDataArguments:
-    dataset: str = choice("digits", DATASETS, "Unpaired domains: the built-in digits pair (A: digits, B: thick inverted strokes; offline) or a folder DATA/trainA, DATA/trainB.")
+    dataset: str = choice("digits", DATASETS, "Unpaired domains: the built-in digits pair (A: digits, B: the same style with thick strokes, disjoint halves; offline) or a folder DATA/trainA, DATA/trainB.")
     data_dir: Optional[str] = field(default=None, metadata={"help": "Folder with trainA/ and trainB/ (optional testA/, testB/) of images, for --dataset folder."})
     image_size: int = field(default=32, metadata={"help": "Square training resolution (a multiple of 4; the paper: 256)."})
     channels: int = field(default=1, metadata={"help": "1 (grey) or 3 (RGB); images are converted."})
