@@ -41,7 +41,7 @@ def test_oracle_and_identity_translators(cache_dir):
     oracle = ev.evaluate(Oracle())
     assert identity.fid == pytest.approx(identity.fid_untranslated)   # doing nothing scores "untranslated"
     assert oracle.fid < identity.fid / 5 and oracle.fid_at_floor_size < 3 * oracle.fid_floor
-    assert oracle.class_preservation > 0.85 and identity.class_preservation < 0.5
+    assert oracle.class_preservation > 0.85 and identity.class_preservation < oracle.class_preservation - 0.1
     assert oracle.num_floor == min(300, round(len(b) * 0.2)) and oracle.classifier_accuracy > 0.8
 
 

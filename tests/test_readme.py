@@ -104,6 +104,8 @@ def script_flags():
                                                   if getattr(t, "__dataclass_fields__", None)]
     for t in types:
         flags |= {f"--{f}" for f in t.__dataclass_fields__}
+        # HfArgumentParser adds --no_X for a bool field that defaults to True.
+        flags |= {f"--no_{n}" for n, f in t.__dataclass_fields__.items() if f.default is True}
     return flags | {"--config"}
 
 
