@@ -75,13 +75,16 @@ class RunArguments:
         return {"none": [], "tensorboard": ["tensorboard"], "all": ["tensorboard"]}[self.report_to]
 
 
+# Renamed fields: a checkpoint written before the rename records the old name.
+RENAMED_FIELDS = {"num_warmup_steps": "warmup_steps", "eval_steps": "eval_every"}
+
 # Fields that may differ between a checkpoint's run and the run that resumes it: they change
 # cadence, length or bookkeeping, never the maths of a step or the data order.
 RESUME_SAFE_FIELDS = frozenset(
     {
         "output_dir", "overwrite_output_dir", "resume_from_checkpoint", "max_steps", "num_train_epochs",
         "log_every", "checkpointing_steps", "checkpoints_total_limit", "sample_every", "eval_every",
-        "eval_steps", "eval_num_images", "report_to", "max_nonfinite_steps", "dry_run", "debug",
+        "eval_num_images", "report_to", "max_nonfinite_steps", "dry_run", "debug",
         "num_sample_images", "inception_weights", "eval_feature_extractor", "eval_cache_dir",
         # Speed settings: the same maths (bit-identity of the continuation is then not promised).
         "compile", "channels_last", "cpu",
@@ -123,7 +126,7 @@ def parse_config(types: Tuple[Type, ...], argv: Optional[Sequence[str]], descrip
     parser.error = _one_line_error  # argparse would print the whole usage block before the error
     parser.add_argument("--config", default=None, help="YAML or JSON file of flag values (flags on the command line override it).")
     if known.config:
-        values = load_config_file(known.config)
+        values = _rename_aliases(load_config_file(known.config), types)
         fields = {f.name for t in types for f in dataclasses.fields(t)}
         unknown = sorted(set(values) - fields)
         if unknown:
@@ -142,6 +145,18 @@ def parse_config(types: Tuple[Type, ...], argv: Optional[Sequence[str]], descrip
     return tuple(parsed[: len(types)])
 
 
+def field_aliases(types: Tuple[Type, ...]) -> dict:
+    """Old spellings of renamed fields (``metadata["aliases"]``, e.g. ``--eval_steps``) -> field name."""
+    return {alias.lstrip("-"): f.name for t in types for f in dataclasses.fields(t)
+            for alias in f.metadata.get("aliases", [])}
+
+
+def _rename_aliases(values: dict, types: Tuple[Type, ...]) -> dict:
+    """A config file may use a field's old spelling, as the command line may."""
+    aliases = field_aliases(types)
+    return {aliases.get(key, key): value for key, value in values.items()}
+
+
 def _one_line_error(message: str):
     raise UserError(f"{message}; run with --help for the valid flags")
 
@@ -157,6 +172,7 @@ def config_to_dict(*configs: Any) -> dict:
 def resume_incompatibilities(saved: dict, current: dict) -> list:
     """Names and values of fields that differ between a checkpoint's config and the current one,
     excluding those that are safe to change on resume."""
+    saved = {RENAMED_FIELDS.get(k, k): v for k, v in saved.items()}
     diffs = []
     for key in sorted(set(saved) | set(current)):
         if key in RESUME_SAFE_FIELDS:

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One short check for a GPU machine (about 8 minutes on one GPU): the benchmark on CUDA with
 # fp32 / bf16 / fp16, channels_last and torch.compile; the fp16 two-optimizer path with skipped
-# steps counted per optimizer; images/s of each. Figures go to $OUT (default gpu_check_out/).
+# steps counted per optimizer; images/s of each; with 2 GPUs or more, a real FSDP2 run of the
+# engine's per-network prepare plan (not run yet: no multi-GPU machine so far). Figures go to $OUT (default gpu_check_out/).
 #
 #     bash scripts/gpu_check.sh            # then copy the summary into the README (Performance)
 set -euo pipefail
@@ -37,7 +38,8 @@ from gan_accel.bench.gan import GANBenchSetup, build_toolkit
 out = Path(sys.argv[1])
 setup = GANBenchSetup(image_size=64, batch_size=128, cpu=False, rounds=1, chunk=200, warmup=0)
 trainer = build_toolkit(setup, out / "fp16_run", mixed_precision="fp16")
-p = trainer.parts
+engine = trainer.engine
+opt_G, opt_D = engine.optimizers["G"], engine.optimizers["D"]
 skipped = {"D": 0, "G": 0}
 def counting(opt, name):
     step = opt.step
@@ -46,15 +48,15 @@ def counting(opt, name):
         skipped[name] += bool(opt.step_was_skipped)  # a host sync: fine in a check, not in the loop
         return result
     return wrapped
-p.opt_D.step, p.opt_G.step = counting(p.opt_D, "D"), counting(p.opt_G, "G")
-trainer.save_checkpoint = trainer.save_samples = lambda: None
-trainer.run.make_logger(setup.chunk, unit="img", desc="fp16")
-trainer.train.max_steps = setup.chunk
+opt_D.step, opt_G.step = counting(opt_D, "D"), counting(opt_G, "G")
+engine.save_checkpoint = trainer.save_samples = lambda: None
+engine.logger = trainer.run.make_logger(setup.chunk, unit="img", desc="fp16")
+engine.max_steps = setup.chunk
 synchronize("cuda"); t0 = time.perf_counter()
-trainer.train_loop()
+engine.train_loop()
 synchronize("cuda"); seconds = time.perf_counter() - t0
 scale = float(trainer.run.accelerator.scaler.get_scale())
-finite = all(bool(torch.isfinite(t).all()) for t in [*p.G.parameters(), *p.D.parameters()])
+finite = all(bool(torch.isfinite(t).all()) for t in [*engine.nets.G.parameters(), *engine.nets.D.parameters()])
 result = {"steps": setup.chunk, "skipped": skipped, "final_scale": scale, "weights_finite": finite,
           "images_per_s": setup.chunk * setup.batch_size / seconds}
 print(json.dumps(result))
@@ -66,6 +68,34 @@ PY
 echo "== 4/4 classifier: toolkit vs transformers.Trainer on CUDA"
 timeout 200 "$PY" scripts/bench.py --device cuda --only classifier --classifier_reps 3 \
     --output_json "$OUT/bench_classifier.json" 2>"$OUT/bench_classifier.err"
+
+echo "== 5/5 FSDP2 (2 GPUs or more): the engine's per-network prepare plan on tests/test_engine.py's recipe"
+if [ "$(timeout 60 "$PY" -c 'import torch; print(torch.cuda.device_count())')" -ge 2 ]; then
+    cat >"$OUT/fsdp2_check.py" <<'PY'
+import sys
+import torch
+from torch.utils.data import DataLoader
+sys.path.insert(0, "tests")  # run from the repository root
+from test_engine import DIM, N, build_recipe
+from gan_accel.config import RunArguments
+from gan_accel.data import ResumableSampler
+from gan_accel.engine import PER_NETWORK, Engine
+from gan_accel.loop import TrainingRun
+
+run = TrainingRun(RunArguments(output_dir=sys.argv[1], overwrite_output_dir=True, log_every=1), {"check": "fsdp2"}, "fsdp2")
+data = torch.randn(N, DIM, generator=torch.Generator().manual_seed(1))
+loader = DataLoader(range(N), batch_size=8, sampler=ResumableSampler(N), drop_last=True)
+engine = Engine(run, build_recipe(data, 6, shared_optimizer=False), loader, max_steps=6)
+assert engine.prepared.plan == PER_NETWORK, engine.prepared.plan
+engine.train()
+run.finish()
+PY
+    timeout 300 "$PY" -m accelerate.commands.launch --num_processes 2 --use_fsdp --fsdp_version 2 "$OUT/fsdp2_check.py" \
+        "$OUT/fsdp2" >"$OUT/fsdp2.log" 2>&1 && echo "fsdp2: ok (4 networks, 3 optimizers, 6 G updates)" \
+        || echo "fsdp2: FAILED, see $OUT/fsdp2.log"
+else
+    echo "fsdp2: skipped (one GPU; FSDP2 needs 2 or more)"
+fi
 
 echo "== summary"
 "$PY" - "$OUT" <<'PY'

@@ -38,7 +38,7 @@ def test_two_processes_eval_count_and_schedule_end(tmp_path):
     assert results["final"]["eval/samples"] == 101  # not 102: duplicates of the padded last batch dropped
     # 30 batches -> 15 per process -> 8 updates (the last one a single micro-batch); the scheduler
     # ticks twice per update: 16 ticks, so the LR is zero exactly after update 8.
-    lrs = {r["step"]: r["lr"] for r in read_jsonl(out / "metrics.jsonl") if "lr" in r}
+    lrs = {r["step"]: r["lr/model"] for r in read_jsonl(out / "metrics.jsonl") if "lr/model" in r}
     assert sorted(lrs) == list(range(1, 9))
     assert lrs[8] == 0.0 and lrs[7] > 0.0 and results["final_lr"] == 0.0
     # Warm-up: ceil(0.1 x 8) = 1 update = 2 ticks, so the peak is reached after update 1, then decays.

@@ -68,7 +68,7 @@ def test_run_folder_holds_config_metrics_tracker_logs_and_checkpoint(trained):
     train_rows = [r for r in records if "loss/train" in r]
     eval_steps = [r["step"] for r in records if "eval/accuracy" in r]
     assert eval_steps == [25, 30, 50, 60, 75, 90, 100, 120]  # every 25 updates and every epoch (30)
-    assert train_rows[-1]["step"] == 120 and train_rows[-1]["lr"] == 0.0
+    assert train_rows[-1]["step"] == 120 and train_rows[-1]["lr/model"] == 0.0
     assert train_rows[-1]["loss/train"] < train_rows[0]["loss/train"]
     assert list((trained / "logs").rglob("events.out.tfevents*"))
     assert (trained / "checkpoints" / "step_00000120" / "trainer_state.json").is_file()

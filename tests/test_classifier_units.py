@@ -13,7 +13,8 @@ import torch
 from classifier_fixtures import set_offline, write_rows
 from gan_accel.classifier.config import ClassifierDataArguments, ClassifierModelArguments, ClassifierTrainArguments
 from gan_accel.classifier.data import encode_labels, label_names_from, load_hub_splits, read_table
-from gan_accel.classifier.model import build_optimizer, build_scheduler, load_tokenizer, schedule_length
+from gan_accel.classifier.model import build_optimizer, load_tokenizer, schedule_length
+from gan_accel.engine import build_scheduler
 from gan_accel.errors import ConfigError, UserError
 
 
@@ -39,7 +40,7 @@ def test_data_arguments_name_the_flag(kw, flag):
     ({"optimizer": "sgd"}, "--optimizer"), ({"learning_rate": 0}, "--learning_rate"),
     ({"warmup_ratio": 1.0}, "--warmup_ratio"), ({"batch_size": 0}, "--batch_size"),
     ({"metric_for_best_model": "auc"}, "--metric_for_best_model"), ({"max_steps": 0}, "--max_steps"),
-    ({"local_sgd_steps": -1}, "--local_sgd_steps"), ({"num_warmup_steps": -1}, "--num_warmup_steps"),
+    ({"local_sgd_steps": -1}, "--local_sgd_steps"), ({"warmup_steps": -1}, "--warmup_steps"),
 ])
 def test_train_arguments_name_the_flag(kw, flag):
     with pytest.raises(ConfigError, match=flag):
@@ -92,29 +93,34 @@ def test_schedule_length_counts_updates_of_one_process(batches, procs, accum, ep
     length = schedule_length(batches, procs, ClassifierTrainArguments(num_train_epochs=epochs), accum)
     assert length.updates_per_epoch == updates_per_epoch
     assert length.total_updates == updates_per_epoch * epochs
-    # Accelerate steps the prepared scheduler num_processes times per update.
-    assert length.total_ticks == length.total_updates * procs
-    assert length.total_ticks >= math.ceil(batches / accum) * epochs  # the unsharded single-process count
+    # Accelerate steps the prepared scheduler num_processes times per update: the engine's
+    # scheduler ends after total_updates x procs ticks, at least the unsharded single-process count.
+    ticks = length.total_updates * procs
+    assert ticks >= math.ceil(batches / accum) * epochs
+    opt = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=1.0)
+    sched = build_scheduler(length.lr_schedule(), opt, num_processes=procs)
+    lrs = [(opt.step(), sched.step(), sched.get_last_lr()[0])[-1] for _ in range(ticks)]
+    assert lrs[-1] == 0.0 and lrs[-2] > 0.0
     assert length.warmup_updates == math.ceil(0.1 * length.total_updates)
 
 
 def test_schedule_max_steps_and_explicit_warmup():
-    length = schedule_length(100, 1, ClassifierTrainArguments(max_steps=40, num_warmup_steps=5), 1)
+    length = schedule_length(100, 1, ClassifierTrainArguments(max_steps=40, warmup_steps=5), 1)
     assert (length.total_updates, length.warmup_updates) == (40, 5)
-    with pytest.raises(UserError, match="--num_warmup_steps"):
-        schedule_length(100, 1, ClassifierTrainArguments(max_steps=4, num_warmup_steps=5), 1)
+    with pytest.raises(UserError, match="--warmup_steps"):
+        schedule_length(100, 1, ClassifierTrainArguments(max_steps=4, warmup_steps=5), 1)
 
 
 def test_linear_schedule_reaches_zero_exactly_at_the_last_update():
     p = torch.nn.Parameter(torch.zeros(1))
     opt = torch.optim.Adam([p], lr=1.0)
     length = schedule_length(10, 1, ClassifierTrainArguments(num_train_epochs=2, learning_rate=1.0), 1)
-    sched = build_scheduler(opt, length)
+    sched = build_scheduler(length.lr_schedule(), opt, num_processes=1)
     lrs = []
-    for _ in range(length.total_ticks):
+    for _ in range(length.total_updates):
         opt.step(), sched.step()
         lrs.append(sched.get_last_lr()[0])
-    assert lrs[length.warmup_ticks - 1] == pytest.approx(1.0)
+    assert lrs[length.warmup_updates - 1] == pytest.approx(1.0)
     assert lrs[-1] == 0.0 and lrs[-2] > 0.0
 
 
@@ -145,3 +151,18 @@ def test_uncached_hub_name_offline_says_how_to_use_a_local_folder(monkeypatch):
     with pytest.raises(UserError, match="local folder written by save_pretrained") as err:
         load_tokenizer(ClassifierModelArguments(model_name_or_path="gan-accel-tests/never-cached-model"))
     assert "\n" not in str(err.value)
+
+
+def test_old_flag_spellings_still_work_on_the_command_line_in_files_and_on_resume(tmp_path):
+    from gan_accel.classifier import CLASSIFIER_CONFIG_TYPES
+    from gan_accel.config import RunArguments, parse_config, resume_incompatibilities
+
+    types = (*CLASSIFIER_CONFIG_TYPES, RunArguments)
+    base = ["--train_file", "t.csv", "--validation_file", "v.csv", "--output_dir", str(tmp_path / "out")]
+    train = parse_config(types, [*base, "--eval_steps", "5", "--num_warmup_steps", "3"])[2]
+    assert (train.eval_every, train.warmup_steps) == (5, 3)
+    (tmp_path / "old.yaml").write_text("eval_steps: 9\nnum_warmup_steps: 4\n")
+    train = parse_config(types, [*base, "--config", str(tmp_path / "old.yaml")])[2]
+    assert (train.eval_every, train.warmup_steps) == (9, 4)
+    # A checkpoint written before the rename records the old names: not a difference.
+    assert resume_incompatibilities({"num_warmup_steps": 4, "eval_steps": 9}, {"warmup_steps": 4, "eval_every": 9}) == []

@@ -13,7 +13,8 @@ from test_gan_train import tensors_of
 
 train_gan = load_script("train_gan").main
 
-# BN-free G and D: per-rank BatchNorm statistics are the one legitimate difference (notes #7).
+# BN-free G and D: per-rank BatchNorm statistics (each rank normalises its own shard) are the one
+# legitimate difference between 2 processes and 1.
 EXACT = [*TINY_GAN, "--d_norm", "none", "--g_norm", "none", "--log_every", "1", "--checkpointing_steps", "0",
          "--sample_every", "3", "--lr_scheduler", "linear", "--warmup_steps", "1", "--ema_decay", "0.9"]
 

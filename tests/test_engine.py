@@ -38,11 +38,12 @@ def g_loss(s):
     return adversarial + perceptual, {"loss/G": adversarial.detach(), "loss/perceptual": perceptual.detach()}
 
 
-def build_recipe(data: torch.Tensor, steps: int, with_encoder: bool = True) -> Recipe:
+def build_recipe(data: torch.Tensor, steps: int, with_encoder: bool = True, shared_optimizer: bool = True) -> Recipe:
     torch.manual_seed(0)
     G, D = nn.Linear(CODE if with_encoder else DIM, DIM), nn.Sequential(nn.Linear(DIM, 16), nn.LeakyReLU(0.2), nn.Linear(16, 1))
     E, Feat = nn.Linear(DIM, CODE), nn.Linear(DIM, DIM)
-    encoder = [Network("E", E, optimizer="G")] if with_encoder else []
+    encoder = [Network("E", E, optimizer="G" if shared_optimizer else "E")] if with_encoder else []
+    own = [] if shared_optimizer else [Optimizer("E", adam(1e-2, (0.5, 0.99)), LRSchedule("linear", 1, steps))]  # FSDP2
 
     def inputs(s):
         real = data.to(s.accelerator.device)[s.batch]
@@ -53,7 +54,7 @@ def build_recipe(data: torch.Tensor, steps: int, with_encoder: bool = True) -> R
     return Recipe(
         networks=[Network("G", G, optimizer="G"), *encoder, Network("D", D, optimizer="D"), Network("F", Feat)],
         optimizers=[Optimizer("G", adam(1e-2, (0.5, 0.99)), LRSchedule("linear", 1, steps)),
-                    Optimizer("D", adam(1e-2, (0.5, 0.99)), LRSchedule("linear", 2, 2 * steps))],
+                    Optimizer("D", adam(1e-2, (0.5, 0.99)), LRSchedule("linear", 2, 2 * steps)), *own],
         phases=[Phase("D", trains=["D"], loss=d_loss),
                 Phase("G", trains=["G", "E"] if with_encoder else ["G"], frozen=["D"], loss=g_loss, every=2, offset=1)],
         progress="G", inputs=inputs)

@@ -106,3 +106,10 @@ def test_shared_optimizer_holds_every_parameter_of_its_networks():
     opts, _ = raw(r)
     params = {id(p) for g in opts["G"].param_groups for p in g["params"]}
     assert params == {id(p) for n in ("G_AB", "G_BA") for p in r.network(n).module.parameters()}
+
+
+def test_a_gan_checkpoint_from_before_per_optimizer_counters_resumes_its_counters():
+    from gan_accel.loop.state import TrainState
+
+    state = TrainState.from_dict({"step": 5, "micro_step": 20, "d_updates": 10, "epoch": 1})
+    assert state.updates == {"D": 10, "G": 5} and state.windows == 10 and state.step == 5

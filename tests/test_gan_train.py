@@ -127,26 +127,35 @@ def tensors_of(ckpt):
     return out
 
 
-@pytest.mark.parametrize("accum,extra", [(1, {}), (2, {}),
-                                         # DiffAugment draws and the lazy R1 phase must resume too.
-                                         (2, dict(diffaugment="translation,cutout,color", r1_gamma=1.0, r1_interval=3))])
-def test_resume_equals_uninterrupted_run(tmp_path, accum, extra):
+AUGMENT_R1 = dict(diffaugment="translation,cutout,color", r1_gamma=1.0, r1_interval=3)
+
+
+@pytest.mark.parametrize("k,accum,extra", [(5, 1, {}), (5, 2, {}),
+                                           # DiffAugment draws and the lazy R1 phase must resume too.
+                                           (5, 2, AUGMENT_R1),
+                                           # n_critic 2: resumed in epoch 1 (20 batches in), ends in epoch 2.
+                                           (5, 2, dict(d_steps_per_g_step=2, **AUGMENT_R1)),
+                                           # resumed exactly at the end of epoch 0 (14 batches).
+                                           (7, 2, {})])
+def test_resume_equals_uninterrupted_run(tmp_path, k, accum, extra):
     # 128 x 1797 digits: 14 batches per epoch, so k=5 (x accum) stops mid-epoch and 2k crosses an epoch.
     # A constant LR: stopping by --max_steps k under a decaying schedule would change the schedule itself.
     kw = dict(batch_size=128, gradient_accumulation_steps=accum, lr_scheduler="constant", warmup_steps=2, ema_decay=0.9,
               **extra)
-    trainer(tmp_path / "straight", 10, **kw).train()
-    trainer(tmp_path / "split", 5, **kw).train()
-    resumed = trainer(tmp_path / "split", 10, resume_from_checkpoint="latest", **kw)
-    assert resumed.run.state.step == 5
+    trainer(tmp_path / "straight", 2 * k, **kw).train()
+    trainer(tmp_path / "split", k, **kw).train()
+    resumed = trainer(tmp_path / "split", 2 * k, resume_from_checkpoint="latest", **kw)
+    assert resumed.run.state.step == k
     resumed.train()
-    a = tensors_of(tmp_path / "straight" / "checkpoints" / "step_00000010")
-    b = tensors_of(tmp_path / "split" / "checkpoints" / "step_00000010")
+    last = f"step_{2 * k:08d}"
+    a = tensors_of(tmp_path / "straight" / "checkpoints" / last)
+    b = tensors_of(tmp_path / "split" / "checkpoints" / last)
     assert a.keys() == b.keys() and len(a) > 20
-    assert all(torch.equal(a[k], b[k]) for k in a), [k for k in a if not torch.equal(a[k], b[k])][:5]
-    sa = json.loads((tmp_path / "straight/checkpoints/step_00000010/trainer_state.json").read_text())["state"]
-    sb = json.loads((tmp_path / "split/checkpoints/step_00000010/trainer_state.json").read_text())["state"]
-    assert sa == sb and sa["step"] == 10 and sa["epoch"] == (10 * accum) // 14
+    assert all(torch.equal(a[key], b[key]) for key in a), [key for key in a if not torch.equal(a[key], b[key])][:5]
+    sa = json.loads((tmp_path / "straight" / "checkpoints" / last / "trainer_state.json").read_text())["state"]
+    sb = json.loads((tmp_path / "split" / "checkpoints" / last / "trainer_state.json").read_text())["state"]
+    batches = 2 * k * accum * extra.get("d_steps_per_g_step", 1)
+    assert sa == sb and sa["step"] == 2 * k and sa["epoch"] == batches // 14
 
 
 def test_evaluation_during_training_keeps_the_best_generator(tmp_path):

@@ -106,6 +106,7 @@ def script_flags():
         flags |= {f"--{f}" for f in t.__dataclass_fields__}
         # HfArgumentParser adds --no_X for a bool field that defaults to True.
         flags |= {f"--no_{n}" for n, f in t.__dataclass_fields__.items() if f.default is True}
+        flags |= {a for f in t.__dataclass_fields__.values() for a in f.metadata.get("aliases", [])}  # old spellings
     return flags | {"--config"}
 
 

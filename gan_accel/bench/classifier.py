@@ -1,7 +1,7 @@
-"""Classifier contenders: the toolkit's loop (:class:`ClassifierLoop`) and ``transformers.Trainer``
+"""Classifier contenders: the toolkit's loop (:class:`ClassifierTrainer` on the engine) and ``transformers.Trainer``
 on the same tiny DistilBERT, data, batch, epochs, optimizer, schedule and per-epoch evaluation.
 
-Timed: the training loop proper of each (the toolkit's ``run_loop()``; Trainer from
+Timed: the training loop proper of each (the toolkit's ``train_loop()``; Trainer from
 ``on_train_begin`` to ``on_train_end``), evaluations included. Both start from the same weights
 (the new head is drawn after the same ``set_seed``); their shuffles differ (each its own
 sampler), so accuracies are compared, not weights. Trainer runs with ``save_strategy="no"`` and
@@ -60,34 +60,28 @@ def _configs(setup: ClassifierBenchSetup, inputs: Dict[str, Path]):
 
 def run_toolkit(setup: ClassifierBenchSetup, inputs: Dict[str, Path], out_dir: Path) -> Dict[str, float]:
     """``train_classifier``'s steps, with the loop timed apart from the set-up."""
-    from ..classifier.data import read_labelled_rows
-    from ..classifier.model import load_tokenizer
-    from ..classifier.train import ClassifierLoop, build_parts
-    from ..config import RunArguments, config_to_dict
-    from ..loop.run import TrainingRun
+    from ..classifier.train import ClassifierTrainer
+    from ..config import RunArguments
 
     reset_accelerate()
     data_args, model_args, train_args = _configs(setup, inputs)
     run_args = RunArguments(output_dir=str(out_dir), overwrite_output_dir=True, seed=setup.seed, checkpointing_steps=0,
                             cpu=setup.cpu)
-    raw, tokenizer = read_labelled_rows(data_args), load_tokenizer(model_args)
-    run = TrainingRun(run_args, config_to_dict(data_args, model_args, train_args, run_args), project="classifier")
-    parts = build_parts(run, raw, tokenizer, data_args, model_args, train_args)
-    loop = ClassifierLoop(run, parts, train_args)
-    io = Stopwatch()
-    loop.save = io.wrap(loop.save)                    # the final checkpoint
-    loop.keeper.update = io.wrap(loop.keeper.update)  # the best-model export after each evaluation
-    device = run.accelerator.device
+    trainer = ClassifierTrainer(data_args, model_args, train_args, run_args)
+    engine, io = trainer.engine, Stopwatch()
+    engine.save_checkpoint = io.wrap(engine.save_checkpoint)   # the final checkpoint
+    trainer.keeper.update = io.wrap(trainer.keeper.update)     # the best-model export after each evaluation
+    device = trainer.run.accelerator.device
     synchronize(device)
     t0 = time.perf_counter()
-    loop.run_loop()
+    trainer.train_loop()
     synchronize(device)
     seconds = time.perf_counter() - t0
-    run.finish()
-    return {"seconds": seconds, "io_seconds": io.seconds, "samples": len(parts.data.train) * setup.epochs,
-            "accuracy": loop.last_eval["eval/accuracy"], "updates": loop.state.step,
-            "optimizer": type(parts.optimizer.optimizer).__name__,
-            "fused": bool(parts.optimizer.optimizer.defaults.get("fused"))}
+    trainer.run.finish()
+    raw = engine.optimizers["model"].optimizer
+    return {"seconds": seconds, "io_seconds": io.seconds, "samples": len(trainer.data.train) * setup.epochs,
+            "accuracy": trainer.last_eval["eval/accuracy"], "updates": trainer.state.step,
+            "optimizer": type(raw).__name__, "fused": bool(raw.defaults.get("fused"))}
 
 
 def run_trainer(setup: ClassifierBenchSetup, inputs: Dict[str, Path], out_dir: Path, fused: bool = True) -> Dict[str, float]:
@@ -101,7 +95,7 @@ def run_trainer(setup: ClassifierBenchSetup, inputs: Dict[str, Path], out_dir: P
     reset_accelerate()
     data_args, model_args, train_args = _configs(setup, inputs)
     raw, tokenizer = read_labelled_rows(data_args), load_tokenizer(model_args)
-    set_seed(setup.seed)  # as the toolkit's build_parts: the same new head
+    set_seed(setup.seed)  # as the toolkit's ClassifierTrainer: the same new head
     data = encode_data(raw, data_args, tokenizer)
     model = load_model(model_args, data.label_names)
 

@@ -78,7 +78,7 @@ def table(result: dict) -> str:
     if g:
         ips = g["images_per_s"]
         rows.append(("GAN plain PyTorch loop", "img/s", _fmt(ips["plain"])))
-        rows.append(("GAN toolkit (GANTrainer.train_loop)", "img/s", _fmt(ips["toolkit"])))
+        rows.append(("GAN toolkit (Engine.train_loop)", "img/s", _fmt(ips["toolkit"])))
         rows.append(("  ratio toolkit / plain", "x", _fmt(g["ratio_vs_plain"], 3)))
         rows.append(("  max |weight diff| (G, D, EMA)", "", f"{g['weights_max_abs_diff']:.3g} after {g['steps_compared']} steps"))
         for name, s in g["variant_ratio_vs_toolkit"].items():
@@ -88,7 +88,7 @@ def table(result: dict) -> str:
     if c:
         sps = c["samples_per_s"]
         rows.append(("Classifier transformers.Trainer", "samples/s", _fmt(sps["trainer"])))
-        rows.append(("Classifier toolkit (ClassifierLoop)", "samples/s", _fmt(sps["toolkit"])))
+        rows.append(("Classifier toolkit (ClassifierTrainer)", "samples/s", _fmt(sps["toolkit"])))
         rows.append(("  ratio toolkit / Trainer", "x", _fmt(c["ratio_vs_trainer"], 3)))
         rows.append(("  ratio without the toolkit's exports", "x", _fmt(c["ratio_vs_trainer_without_exports"], 3)))
         acc = c["accuracy"]

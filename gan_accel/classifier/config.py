@@ -71,7 +71,7 @@ class ClassifierTrainArguments:
     optimizer: str = choice("adam", OPTIMIZERS, "Optimizer (Adam is the course's choice; weight decay never applies to biases and LayerNorm).")
     learning_rate: float = field(default=2e-5, metadata={"help": "Peak learning rate, reached after warm-up."})
     weight_decay: float = field(default=0.0, metadata={"help": "Weight decay on weight matrices (not on biases or LayerNorm)."})
-    num_warmup_steps: Optional[int] = field(default=None, metadata={"help": "Optimizer updates of linear warm-up; overrides --warmup_ratio."})
+    warmup_steps: Optional[int] = field(default=None, metadata={"help": "Optimizer updates of linear warm-up; overrides --warmup_ratio (old spelling: --num_warmup_steps).", "aliases": ["--num_warmup_steps"]})
     warmup_ratio: float = field(default=0.1, metadata={"help": "Warm-up as a share of all optimizer updates (the course uses 0.1)."})
     num_train_epochs: int = field(default=3, metadata={"help": "Passes over the training data (ignored when --max_steps is set)."})
     max_steps: Optional[int] = field(default=None, metadata={"help": "Total optimizer updates; overrides --num_train_epochs and sizes the schedule."})
@@ -79,7 +79,7 @@ class ClassifierTrainArguments:
     eval_batch_size: Optional[int] = field(default=None, metadata={"help": "Examples per process per evaluation batch (default: 2 x --batch_size)."})
     max_grad_norm: float = field(default=1.0, metadata={"help": "Clip the global gradient norm to this (0: no clipping)."})
     local_sgd_steps: int = field(default=0, metadata={"help": "Multi-process only: average weights every N updates instead of all-reducing gradients each update (Accelerate LocalSGD; 0: off)."})
-    eval_steps: int = field(default=0, metadata={"help": "Also evaluate every N optimizer updates (0: only at the end of each epoch)."})
+    eval_every: int = field(default=0, metadata={"help": "Also evaluate every N optimizer updates (0: only at the end of each epoch; old spelling: --eval_steps).", "aliases": ["--eval_steps"]})
     metric_for_best_model: str = choice("accuracy", BEST_METRICS, "Validation metric that picks the model kept in OUTPUT_DIR/model (loss: lower is better).")
 
     def __post_init__(self) -> None:
@@ -87,7 +87,7 @@ class ClassifierTrainArguments:
         check_choice("metric_for_best_model", self.metric_for_best_model, BEST_METRICS)
         check_positive("learning_rate", self.learning_rate)
         check_positive("weight_decay", self.weight_decay, allow_zero=True)
-        check_positive("num_warmup_steps", self.num_warmup_steps, allow_zero=True)
+        check_positive("warmup_steps", self.warmup_steps, allow_zero=True)
         if not 0.0 <= self.warmup_ratio < 1.0:
             raise ConfigError(f"--warmup_ratio must be in [0, 1); got {self.warmup_ratio}")
         check_positive("num_train_epochs", self.num_train_epochs)
@@ -96,7 +96,7 @@ class ClassifierTrainArguments:
         check_positive("eval_batch_size", self.eval_batch_size)
         check_positive("max_grad_norm", self.max_grad_norm, allow_zero=True)
         check_positive("local_sgd_steps", self.local_sgd_steps, allow_zero=True)
-        check_positive("eval_steps", self.eval_steps, allow_zero=True)
+        check_positive("eval_every", self.eval_every, allow_zero=True)
 
     @property
     def greater_is_better(self) -> bool:

@@ -1,8 +1,7 @@
-"""Validation: accuracy, macro F1 and loss over the whole validation set, and the best-model keeper."""
+"""Validation: accuracy, macro F1 and loss over the whole validation set, and the best model's export."""
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 from typing import Dict
 
@@ -36,35 +35,11 @@ def evaluate(accelerator, model, eval_dl, num_labels: int) -> Dict[str, float]:
             "eval/loss": float(losses.mean()), "eval/samples": float(labels.numel())}
 
 
-class BestModelKeeper:
-    """Exports the model to ``OUTPUT_DIR/model`` whenever ``--metric_for_best_model`` improves.
-
-    The best value lives in ``TrainState.best_metric`` (so it survives a resume); the metrics of
-    the exported model are written next to it as ``eval_results.json``.
-    """
-
-    def __init__(self, accelerator, state, out: Path, tokenizer, metric: str, greater_is_better: bool) -> None:
-        self.accelerator, self.state, self.out, self.tokenizer = accelerator, state, Path(out), tokenizer
-        self.key, self.greater_is_better = f"eval/{metric}", greater_is_better
-
-    def improved(self, value: float) -> bool:
-        best = self.state.best_metric
-        if best is None or math.isnan(best):
-            return True
-        return value > best if self.greater_is_better else value < best
-
-    def update(self, model, metrics: Dict[str, float], epoch: int) -> bool:
-        value = metrics[self.key]
-        if not self.improved(value):
-            return False
-        self.state.best_metric = value
-        if self.accelerator.is_main_process:
-            export_model(self.accelerator.unwrap_model(model), self.tokenizer, self.out)
-            record = {"step": self.state.step, "epoch": epoch, **metrics}
-            (self.out / "eval_results.json").write_text(json.dumps(record, indent=2) + "\n")
-        self.accelerator.wait_for_everyone()
-        return True
-
-    def best_record(self) -> dict:
-        path = self.out / "eval_results.json"
-        return json.loads(path.read_text()) if path.is_file() else {}
+def export_best(accelerator, model, tokenizer, out: Path, state, metrics: Dict[str, float]) -> None:
+    """Export the new best model to ``out`` with its metrics beside it (``eval_results.json``);
+    every rank calls this and waits for the main process's write."""
+    if accelerator.is_main_process:
+        export_model(accelerator.unwrap_model(model), tokenizer, out)
+        record = {"step": state.step, "epoch": state.epoch, **metrics}
+        (out / "eval_results.json").write_text(json.dumps(record, indent=2) + "\n")
+    accelerator.wait_for_everyone()

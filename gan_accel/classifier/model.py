@@ -3,15 +3,15 @@ the exported model folder."""
 from __future__ import annotations
 
 import math
-import os
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import List
 
 import torch
 
+from ..engine import LRSchedule, fused_or_foreach
 from ..errors import UserError
+from ..loop.atomic import atomic_folder
 from .config import ClassifierModelArguments, ClassifierTrainArguments
 
 NO_DECAY = ("bias", "LayerNorm.weight", "layer_norm.weight", "norm.weight")
@@ -77,24 +77,15 @@ def build_optimizer(model: torch.nn.Module, args: ClassifierTrainArguments) -> t
     return Adafactor(groups, lr=args.learning_rate, scale_parameter=False, relative_step=False, warmup_init=False)
 
 
-def fused_or_foreach(cls, params, **kwargs) -> torch.optim.Optimizer:
-    """The fused kernel where the device has it (CPU and CUDA do): one kernel for all tensors, and
-    a non-finite update is skipped on the device (``apply_update``); else the foreach one."""
-    try:
-        return cls(params, fused=True, **kwargs)
-    except (RuntimeError, ValueError):
-        return cls(params, foreach=True, **kwargs)
-
-
 @dataclass
 class ScheduleLength:
     """How long the run is, in optimizer updates of ONE process, and the scheduler's tick counts.
 
     Accelerate's prepared scheduler steps ``num_processes`` times per optimizer update (so the
-    schedule is expressed in updates of a single process over the unsharded data). Hence:
-    ``total_ticks = total_updates * num_processes``, which equals the single-process update count
-    over the unsharded data when the batches shard evenly, and is rounded up otherwise so the LR
-    reaches exactly zero at the last update.
+    schedule is expressed in updates of a single process over the unsharded data); the engine
+    sizes it as ``total_updates * num_processes`` ticks, which equals the single-process update
+    count over the unsharded data when the batches shard evenly, and is rounded up otherwise so
+    the LR reaches exactly zero at the last update.
     """
 
     updates_per_epoch: int
@@ -102,13 +93,10 @@ class ScheduleLength:
     warmup_updates: int
     num_processes: int
 
-    @property
-    def total_ticks(self) -> int:
-        return self.total_updates * self.num_processes
-
-    @property
-    def warmup_ticks(self) -> int:
-        return self.warmup_updates * self.num_processes
+    def lr_schedule(self) -> LRSchedule:
+        """Linear warm-up then linear decay to 0 at the last update (the engine converts updates
+        to scheduler ticks)."""
+        return LRSchedule("linear", self.warmup_updates, self.total_updates)
 
 
 def schedule_length(num_batches: int, num_processes: int, args: ClassifierTrainArguments,
@@ -119,29 +107,15 @@ def schedule_length(num_batches: int, num_processes: int, args: ClassifierTrainA
     per_process = math.ceil(num_batches / num_processes)
     updates_per_epoch = math.ceil(per_process / accumulation)
     total = args.max_steps or updates_per_epoch * args.num_train_epochs
-    warmup = args.num_warmup_steps if args.num_warmup_steps is not None else math.ceil(args.warmup_ratio * total)
-    if warmup >= total and total > 0 and args.num_warmup_steps is not None:
-        raise UserError(f"--num_warmup_steps {warmup} must be smaller than the {total} optimizer updates of the run")
+    warmup = args.warmup_steps if args.warmup_steps is not None else math.ceil(args.warmup_ratio * total)
+    if warmup >= total and total > 0 and args.warmup_steps is not None:
+        raise UserError(f"--warmup_steps {warmup} must be smaller than the {total} optimizer updates of the run")
     return ScheduleLength(updates_per_epoch, total, min(warmup, max(total - 1, 0)), num_processes)
 
 
-def build_scheduler(optimizer, length: ScheduleLength):
-    from transformers import get_linear_schedule_with_warmup
-
-    return get_linear_schedule_with_warmup(optimizer, num_warmup_steps=length.warmup_ticks,
-                                           num_training_steps=length.total_ticks)
-
-
 def export_model(model, tokenizer, out: Path) -> None:
-    """``save_pretrained`` the (unwrapped) model and tokenizer into ``out``, atomically: written into
-    a sibling temp folder, then swapped in, so ``out`` always holds one complete model."""
-    tmp = out.with_name(f".tmp-{out.name}")
-    shutil.rmtree(tmp, ignore_errors=True)
-    model.save_pretrained(tmp, safe_serialization=True)
-    tokenizer.save_pretrained(tmp)
-    old = out.with_name(f".old-{out.name}")
-    if out.exists():
-        shutil.rmtree(old, ignore_errors=True)
-        os.replace(out, old)
-    os.replace(tmp, out)
-    shutil.rmtree(old, ignore_errors=True)
+    """``save_pretrained`` the (unwrapped) model and tokenizer into ``out``, atomically (the same
+    swap as checkpoints): ``out`` always holds one complete model."""
+    with atomic_folder(out) as tmp:
+        model.save_pretrained(tmp, safe_serialization=True)
+        tokenizer.save_pretrained(tmp)

@@ -3,35 +3,24 @@
 from __future__ import annotations
 
 import json
-import os
-import shutil
 from pathlib import Path
 
 import torch.nn as nn
 
 from ..errors import UserError
+from ..loop.atomic import atomic_folder
 from .models import ResnetGenerator
 
 
 def save_translator(G: ResnetGenerator, path: Path, direction: str, image_size: int) -> Path:
     """Write ``G`` (unwrapped, any device) to ``path``; ``direction`` ("A2B"/"B2A") and the training
-    ``image_size`` go into config.json for translate.py. Written next to ``path`` and renamed into
-    place, so an interrupted export never leaves a half-written folder where a good one was."""
-    path = Path(path)
-    tmp = path.with_name(f".tmp-{path.name}")
-    shutil.rmtree(tmp, ignore_errors=True)
+    ``image_size`` go into config.json for translate.py. Swapped into place when complete, so an
+    interrupted export never leaves a half-written folder where a good one was."""
     config = {"channels": G.channels, "g_channels": G.g_channels, "n_blocks": G.n_blocks, "arch": G.arch,
               "direction": direction, "image_size": image_size}
-    G.save_pretrained(str(tmp), config=config)
-    if path.exists():
-        old = path.with_name(f".old-{path.name}")
-        shutil.rmtree(old, ignore_errors=True)
-        os.replace(path, old)
-        os.replace(tmp, path)
-        shutil.rmtree(old, ignore_errors=True)
-    else:
-        os.replace(tmp, path)
-    return path
+    with atomic_folder(Path(path)) as tmp:
+        G.save_pretrained(str(tmp), config=config)
+    return Path(path)
 
 
 def load_translator(path) -> tuple:

@@ -1,4 +1,5 @@
-"""Exponential moving average of G, kept outside ``prepare`` (Accelerate notes #9)."""
+"""Exponential moving average of G, kept outside ``prepare``: it never trains, and DDP refuses to wrap a
+module without trainable parameters ("DistributedDataParallel is not needed...")."""
 from __future__ import annotations
 
 import copy

@@ -52,7 +52,7 @@ def input_gradients(outputs: torch.Tensor, inputs: torch.Tensor, scaler=None) ->
     """d(sum outputs)/d inputs with a graph (so the penalty itself can be backpropagated).
 
     Under fp16 the outputs are scaled before ``autograd.grad`` and the gradients unscaled after,
-    as in PyTorch's AMP gradient-penalty recipe (Accelerate notes #6).
+    as in PyTorch's AMP gradient-penalty recipe: unscaled fp16 gradients of the penalty would underflow.
     """
     total = outputs.sum()
     if scaler is not None:

@@ -3,7 +3,8 @@
 Noise for micro-step ``t`` is drawn for the whole GLOBAL batch from a generator seeded by
 ``(seed, t, purpose)``, and each rank takes its slice. So sample ``i`` of the global batch gets the
 same ``z`` whether 1 or N processes train, and a resumed run draws exactly what the uninterrupted
-one would have: there is no RNG state to save (Accelerate notes #7, #11).
+one would have: there is no RNG state to save (per-rank draws would make a DDP run differ from one
+process, and ``skip_first_batches`` does not restore a consumed RNG stream).
 """
 from __future__ import annotations
 

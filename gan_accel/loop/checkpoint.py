@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from ..errors import UserError
+from .atomic import swap_into_place, tmp_name, write_json_durable
 
 STATE_FILE = "trainer_state.json"
 _NAME = re.compile(r"^step_(\d{8})$")
@@ -62,7 +63,7 @@ class CheckpointManager:
         extras and the state file, then renames. Ranks meet before and after the rename."""
         acc = self.accelerator
         final = self.root / f"step_{step:08d}"
-        tmp = self.root / f".tmp-step_{step:08d}"
+        tmp = tmp_name(final)
         if acc.is_main_process:
             self.root.mkdir(parents=True, exist_ok=True)
             shutil.rmtree(tmp, ignore_errors=True)
@@ -74,8 +75,8 @@ class CheckpointManager:
             if acc.is_main_process:
                 if write_extra is not None:
                     write_extra(tmp)
-                _write_json_durable(tmp / STATE_FILE, trainer_state)
-                self._move_into_place(tmp, final)
+                write_json_durable(tmp / STATE_FILE, trainer_state)
+                swap_into_place(tmp, final)  # re-saving a step (a signal right after a periodic save) swaps
                 self._prune()
         except OSError as err:
             if acc.is_main_process:
@@ -85,19 +86,6 @@ class CheckpointManager:
             raise UserError(f"could not write checkpoint {final} ({err}); {kept}. Free disk space or change --output_dir") from None
         acc.wait_for_everyone()
         return final
-
-    @staticmethod
-    def _move_into_place(tmp: Path, final: Path) -> None:
-        if final.exists():
-            # Re-saving the same step (e.g. a signal right after a periodic save): swap, then drop.
-            old = final.with_name(f".old-{final.name}")
-            shutil.rmtree(old, ignore_errors=True)
-            os.replace(final, old)
-            os.replace(tmp, final)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.replace(tmp, final)
-        _fsync_dir(final.parent)
 
     def _prune(self) -> None:
         done = self.complete_checkpoints()
@@ -121,20 +109,3 @@ class CheckpointManager:
                             "it was written by an incompatible run") from None
         return state
 
-
-def _write_json_durable(path: Path, data: dict) -> None:
-    with path.open("w") as f:
-        json.dump(data, f, indent=2, sort_keys=True)
-        f.flush()
-        os.fsync(f.fileno())
-
-
-def _fsync_dir(path: Path) -> None:
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

@@ -1,16 +1,21 @@
-"""A training run's scaffolding, shared by the GAN and classifier loops.
+"""A training run's scaffolding: accelerator, run folder, resolved config, checkpoints, the
+non-finite guard, signals and the metrics logger. The engine (:mod:`gan_accel.engine`) drives it;
+a hand-written loop can too::
 
-Each path writes its own loop (that is the point of the toolkit) but starts, checkpoints, logs,
-stops and resumes through this one object::
-
-    run = TrainingRun(run_args, config_dict, project="gan")    # accelerator, run folder, config
+    run = TrainingRun(run_args, config_dict, project="gan")   # accelerator, run folder, config.json
     ... build models, optimizers, schedulers, dataloaders; accelerator.prepare(...) ...
-    run.resume(read_extra)                                     # after prepare: positional load
-    with run.stop:                                             # SIGINT/SIGTERM -> flag
+    run.resume(read_extra)                                    # after prepare: Accelerate's load is positional
+    logger = run.make_logger(total_steps, unit="img", desc="train")
+    with run.stop:                                            # SIGINT/SIGTERM -> a flag, polled below
         for ...:
-            ...
-            if run.end_of_update(): break                      # checkpoint cadence + signals
-    run.finish(write_extra)
+            ...                                               # one update; run.state.step += 1
+            run.guard.record(finite)                          # device-side count of skipped updates
+            if run.due(run.args.checkpointing_steps):
+                run.save(write_extra)                         # guard.check(), then an atomic checkpoint
+            if run.should_stop():                             # a signal, agreed across ranks
+                run.save(write_extra)
+                break
+    run.finish()                                              # close the bar, end trackers
 """
 from __future__ import annotations
 
@@ -34,7 +39,7 @@ log = logging.getLogger(__name__)
 
 
 def _tracker_config(config: dict) -> dict:
-    # init_trackers accepts only bool/str/int/float/None values (Accelerate notes #13).
+    # init_trackers accepts only bool/str/int/float/None values (TensorBoard's hparams would reject the rest).
     return {k: (v if isinstance(v, (bool, str, int, float)) or v is None else str(v)) for k, v in config.items()}
 
 

@@ -13,7 +13,6 @@ class TrainState:
     epoch_start: int = 0       # samples (over all processes) of this epoch already consumed
     nonfinite_total: int = 0   # updates skipped for non-finite losses/gradients
     nonfinite_streak: int = 0  # consecutive skipped updates
-    d_updates: int = 0         # D optimizer updates (GAN path: decides which windows train G)
     best_metric: float = float("nan")
     windows: int = 0           # update windows completed (a window: one update's worth of micro-batches)
     updates: Dict[str, int] = field(default_factory=dict)  # completed updates per optimizer name
@@ -23,5 +22,9 @@ class TrainState:
 
     @classmethod
     def from_dict(cls, data: dict) -> "TrainState":
+        if "d_updates" in data and "updates" not in data:
+            # A GAN checkpoint from before per-optimizer counters: d_updates counted D's updates
+            # (one per window) and step G's.
+            data = {**data, "updates": {"D": data["d_updates"], "G": data.get("step", 0)}, "windows": data["d_updates"]}
         names = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in data.items() if k in names})

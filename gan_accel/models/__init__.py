@@ -8,6 +8,7 @@ from typing import Tuple
 import torch.nn as nn
 
 from ..errors import UserError
+from ..loop.atomic import atomic_folder
 from .dcgan import DCGAN_SIZES, DCGANDiscriminator, DCGANGenerator
 from .layers import D_NORMS, G_NORMS
 from .resnet import RESNET_SIZES, ResNetDiscriminator, ResNetGenerator
@@ -31,10 +32,12 @@ def build_models(arch: str, *, z_dim: int, channels: int, image_size: int, g_cha
 
 def save_generator(G: nn.Module, path: Path) -> None:
     """Safetensors weights + ``config.json`` (init arguments and ``arch``), loadable by
-    :func:`load_generator` without any training config."""
+    :func:`load_generator` without any training config; written atomically (the same swap as
+    checkpoints), so ``path`` always holds one complete generator."""
     config = dict(getattr(G, "_hub_mixin_config", None) or {})
     config["arch"] = G.arch
-    G.save_pretrained(str(path), config=config)
+    with atomic_folder(Path(path)) as tmp:
+        G.save_pretrained(str(tmp), config=config)
 
 
 def load_generator(path) -> nn.Module:

@@ -46,8 +46,8 @@ class DCGANGenerator(nn.Module, PyTorchModelHubMixin):
         # Conditional: a learned class embedding concatenated to z (the input of the first layer).
         self.embed = nn.Embedding(num_classes, z_dim) if num_classes else None
         in_dim = z_dim * 2 if num_classes else z_dim
-        # g_norm="none": per-rank BatchNorm statistics are the one thing that makes a DDP run differ
-        # from one process on the same global batch (Accelerate notes #7).
+        # g_norm="none": per-rank BatchNorm statistics (each rank normalises its own shard) are the
+        # one thing that makes a DDP run differ from one process on the same global batch.
         bn = g_norm == "batch"
         layers = [nn.ConvTranspose2d(in_dim, width, 4, 1, 0, bias=not bn), *g_norm_layer(g_norm, width), nn.ReLU(True)]
         for _ in range(n_up - 1):
