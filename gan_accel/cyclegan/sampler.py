@@ -11,30 +11,20 @@ from __future__ import annotations
 from typing import Iterator, Tuple
 
 import torch
-from torch.utils.data import Dataset, Sampler
+from torch.utils.data import Dataset
 
 from ..data import ResumableSampler
 
 
-class UnpairedSampler(Sampler[Tuple[int, int]]):
-    """Yields ``(index_in_A, index_in_B)``; ``set_epoch``/``set_position`` as ResumableSampler
-    (``start`` counts pairs over all processes)."""
+class UnpairedSampler(ResumableSampler):
+    """Yields ``(index_in_A, index_in_B)``; epochs, positions and ``set_epoch``/``set_position``
+    are ResumableSampler's (``start`` counts pairs over all processes)."""
 
     def __init__(self, num_a: int, num_b: int, seed: int = 0) -> None:
+        super().__init__(max(num_a, num_b), seed=seed)
         self.num_a, self.num_b = num_a, num_b
-        self.num_samples = max(num_a, num_b)
         # Different seeds per domain: the two streams must not be the same permutation.
         self.domains = (ResumableSampler(num_a, seed=2 * seed), ResumableSampler(num_b, seed=2 * seed + 1))
-        self.epoch = 0
-        self.start = 0
-
-    def set_epoch(self, epoch: int) -> None:
-        if epoch != self.epoch:
-            self.start = 0
-        self.epoch = epoch
-
-    def set_position(self, epoch: int, start: int) -> None:
-        self.epoch, self.start = epoch, start
 
     def stream(self, domain: int, first: int, count: int) -> torch.Tensor:
         """Indices ``first .. first + count - 1`` of a domain's endless stream of permutations."""
@@ -54,9 +44,6 @@ class UnpairedSampler(Sampler[Tuple[int, int]]):
         a, b = self.stream(0, first, count), self.stream(1, first, count)
         self.start = 0  # the skip applies once, as in ResumableSampler
         return iter(zip(a.tolist(), b.tolist()))
-
-    def __len__(self) -> int:
-        return self.num_samples - self.start
 
 
 class PairIndex(Dataset):
