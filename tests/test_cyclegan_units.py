@@ -1,6 +1,5 @@
 """CycleGAN components as pure functions and tiny modules: networks, losses, the image pool, the
 schedule, the unpaired sampler, crop/flip and the digits pair."""
-import random
 
 import pytest
 import torch
