@@ -149,3 +149,18 @@ def test_help(script, capsys):
     assert info.value.code == 0
     out = capsys.readouterr().out
     assert "--output_dir" in out and ("--lambda_identity" in out or "--input_dir" in out)
+
+
+@pytest.mark.parametrize("scheduler", ["linear", "cosine"])
+def test_toolkit_schedulers_warm_up_and_end_at_zero(tmp_path, data_dir, scheduler):
+    out = tmp_path / "run"
+    assert train_cyclegan([*TINY_CYCLEGAN, "--dataset", "folder", "--data_dir", str(data_dir), "--output_dir", str(out),
+                           "--max_steps", "3", "--lr_scheduler", scheduler, "--warmup_steps", "1",
+                           "--checkpointing_steps", "0"]) == 0
+    lrs = [r["lr/G"] for r in read_jsonl(out / "metrics.jsonl")]
+    assert lrs[0] == pytest.approx(2e-4) and 0 < lrs[1] < 2e-4 and lrs[2] == 0.0  # after warm-up: decay over --max_steps
+
+
+def test_dry_run_prints_the_config_and_writes_nothing(tmp_path, capsys):
+    assert train_cyclegan([*TINY_CYCLEGAN, "--output_dir", str(tmp_path / "run"), "--dry_run", "--lambda_cycle", "5"]) == 0
+    assert '"lambda_cycle": 5.0' in capsys.readouterr().out and not (tmp_path / "run").exists()
