@@ -84,7 +84,7 @@ LAUNCHER_FLAGS = {"--nproc_per_node", "--nnodes", "--node_rank", "--master_addr"
 def script_flags():
     flags = set()
     for name in ("train_gan", "sample_gan", "evaluate_gan", "train_classifier", "predict", "make_tiny_model", "bench",
-                 "bench_knobs", "distill_classifier", "bench_distill"):
+                 "bench_knobs", "distill_classifier", "bench_distill", "train_cyclegan", "translate"):
         if not (ROOT / "scripts" / f"{name}.py").exists():
             continue
         source = (ROOT / "scripts" / f"{name}.py").read_text()
@@ -99,11 +99,14 @@ def script_flags():
     from gan_accel.classifier import config as classifier_config
     from gan_accel.classifier.distill import DISTILL_CONFIG_TYPES
     from gan_accel.classifier.tiny import TinyModelArguments
+    from gan_accel.cyclegan.config import CYCLEGAN_CONFIG_TYPES
 
-    types = [RunArguments, *GAN_CONFIG_TYPES, *DISTILL_CONFIG_TYPES, TinyModelArguments] + [t for t in vars(classifier_config).values()
-                                                  if getattr(t, "__dataclass_fields__", None)]
+    types = [RunArguments, *GAN_CONFIG_TYPES, *DISTILL_CONFIG_TYPES, *CYCLEGAN_CONFIG_TYPES, TinyModelArguments] + [
+        t for t in vars(classifier_config).values() if getattr(t, "__dataclass_fields__", None)]
     for t in types:
         flags |= {f"--{f}" for f in t.__dataclass_fields__}
+        # HfArgumentParser adds --no_X for a bool field that defaults to True.
+        flags |= {f"--no_{n}" for n, f in t.__dataclass_fields__.items() if f.default is True}
         flags |= {a for f in t.__dataclass_fields__.values() for a in f.metadata.get("aliases", [])}  # old spellings
     return flags | {"--config"}
 

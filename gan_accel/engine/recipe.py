@@ -28,12 +28,16 @@ class LRSchedule:
     """A learning-rate schedule counted in updates of THIS optimizer (the engine converts them to
     scheduler ticks: a prepared scheduler ticks once per process per update)."""
 
-    kind: str = "constant"     # constant (with warm-up) | linear | cosine: transformers.get_scheduler's curves
+    kind: str = "constant"     # constant (with warm-up) | linear | cosine: transformers.get_scheduler's curves; or custom
     warmup_updates: int = 0    # linear warm-up from 0 over this many updates
     total_updates: int = 0     # where linear/cosine reach 0 (unused by constant)
+    factor: Optional[Callable[[int], float]] = None  # custom: the multiplier of the initial rate after n updates
 
     def __post_init__(self) -> None:
-        if self.kind not in SCHEDULES:
+        if self.kind == "custom":
+            if self.factor is None:
+                raise ConfigError("a custom learning-rate schedule needs factor(updates) -> multiplier")
+        elif self.kind not in SCHEDULES:
             raise ConfigError(f"learning-rate schedule must be one of {', '.join(SCHEDULES)}; got {self.kind!r}")
 
 

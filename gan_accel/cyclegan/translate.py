@@ -1,0 +1,72 @@
+"""Translate a folder of images with an exported generator: the same relative file names out."""
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import List, Tuple
+
+import torch
+from torchvision.utils import save_image
+
+from ..data import IMAGE_EXTENSIONS, to_float_images
+from ..data.images import _finish, _pil_to_array  # the GAN path's decoder: every PIL mode -> --channels
+from ..errors import UserError
+
+log = logging.getLogger(__name__)
+
+
+def list_images(input_dir: Path) -> List[Path]:
+    if not input_dir.is_dir():
+        raise UserError(f"--input_dir {input_dir}: not a folder; point it at a folder of images")
+    files = sorted(p for p in input_dir.rglob("*") if p.is_file() and p.suffix.lower() in IMAGE_EXTENSIONS)
+    if not files:
+        raise UserError(f"--input_dir {input_dir}: no images ({', '.join(IMAGE_EXTENSIONS)}) found under it")
+    return files
+
+
+def check_outputs_free(files: List[Path], input_dir: Path, output_dir: Path, overwrite: bool) -> None:
+    """Refuse before anything is written when an output would replace an existing file."""
+    taken = [output_dir / f.relative_to(input_dir) for f in files if (output_dir / f.relative_to(input_dir)).exists()]
+    if taken and not overwrite:
+        raise UserError(f"--output_dir {output_dir}: {len(taken)} of the output files already exist (e.g. {taken[0]}); "
+                        "choose another folder or pass --overwrite")
+
+
+def decode(path: Path, image_size: int, channels: int) -> torch.Tensor:
+    """One file -> uint8 ``[1, channels, image_size, image_size]`` (resized, centre-cropped)."""
+    from PIL import Image
+
+    with Image.open(path) as img:
+        img.load()
+        arr = _pil_to_array(img, channels)
+    return _finish(torch.from_numpy(arr.copy()).permute(2, 0, 1).unsqueeze(0), image_size, channels)
+
+
+@torch.no_grad()
+def translate_folder(G: torch.nn.Module, input_dir: Path, output_dir: Path, image_size: int, channels: int,
+                     batch_size: int = 16, device: str = "cpu", overwrite: bool = False) -> Tuple[int, int]:
+    """Translate every image under ``input_dir``; returns ``(written, skipped unreadable)``."""
+    files = list_images(input_dir)
+    check_outputs_free(files, input_dir, output_dir, overwrite)
+    G = G.to(device).eval()
+    written, skipped = 0, 0
+    for start in range(0, len(files), batch_size):
+        batch, names = [], []
+        for path in files[start : start + batch_size]:
+            try:
+                batch.append(decode(path, image_size, channels))
+                names.append(path.relative_to(input_dir))
+            except (OSError, ValueError, SyntaxError) as err:
+                skipped += 1
+                log.warning("skipping unreadable image %s (%s)", path, err)
+        if not batch:
+            continue
+        out = G(to_float_images(torch.cat(batch)).to(device)).float().clamp(-1, 1).cpu()
+        for image, name in zip(out, names):
+            target = output_dir / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            save_image(image, str(target), normalize=True, value_range=(-1, 1))
+            written += 1
+    if not written:
+        raise UserError(f"--input_dir {input_dir}: none of the {len(files)} image files could be read")
+    return written, skipped

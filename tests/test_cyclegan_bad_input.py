@@ -1,0 +1,102 @@
+"""Bad input to the CycleGAN scripts: one clear line naming the flag or folder, exit code 2, no
+traceback, nothing on disk written or lost."""
+import numpy as np
+import pytest
+from PIL import Image
+
+from cyclegan_fixtures import TINY_CYCLEGAN, make_domains, write_png
+from gan_accel.cyclegan.data import load_domains
+from gan_accel.cyclegan.export import save_translator
+from gan_accel.cyclegan.models import ResnetGenerator
+from helpers import load_script
+from test_bad_input import user_error
+
+train_cyclegan = load_script("train_cyclegan").main
+translate = load_script("translate").main
+
+
+@pytest.mark.parametrize("case,match", [
+    ("missing", "not a folder"),
+    ("no_trainB", "no trainB/ folder; the layout is DATA/trainA and DATA/trainB"),
+    ("empty_trainA", "trainA: no images"),
+    ("corrupt_trainB", "trainB: none of the 2 image files could be read"),
+    ("unset", "--dataset folder needs --data_dir"),
+])
+def test_bad_data_folder(tmp_path, capsys, case, match):
+    root = tmp_path / "data"
+    if case != "missing":
+        make_domains(root, num_a=2, num_b=2)
+    if case == "no_trainB":
+        for f in (root / "trainB").iterdir():
+            f.unlink()
+        (root / "trainB").rmdir()
+    if case == "empty_trainA":
+        for f in (root / "trainA").iterdir():
+            f.unlink()
+        (root / "trainA" / "notes.txt").write_text("no images here")
+    if case == "corrupt_trainB":
+        for f in (root / "trainB").iterdir():
+            f.write_bytes(b"not a png")
+    data_flags = ["--dataset", "folder"] + ([] if case == "unset" else ["--data_dir", str(root)])
+    line = user_error(train_cyclegan, [*TINY_CYCLEGAN, *data_flags, "--output_dir", str(tmp_path / "run")], capsys)
+    assert match in line and (case == "unset" or str(root) in line)
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("argv,match", [
+    (["--image_size", "18"], "--image_size must be a multiple of 4"),
+    (["--image_size", "8", "--load_size", "8"], "--image_size 8 is too small for --d_layers 2"),
+    (["--load_size", "12"], "--load_size (12) must be >= --image_size (16)"),
+    (["--lambda_cycle", "-1"], "--lambda_cycle must be >= 0"),
+    (["--loss", "wgan_gp"], "argument --loss: invalid choice: 'wgan_gp'"),
+    (["--lr_scheduler", "step"], "argument --lr_scheduler/--lr-scheduler: invalid choice"),
+    (["--n_epochs", "0", "--n_epochs_decay", "0"], "nothing to train"),
+    (["--batch_size", "4096"], "--batch_size 4096 x 1 processes is larger than the data (899 pairs an epoch)"),
+    (["--data_dir", "somewhere"], "--data_dir somewhere is only read with --dataset folder"),
+])
+def test_invalid_flags(tmp_path, capsys, argv, match):
+    line = user_error(train_cyclegan, [*TINY_CYCLEGAN, "--output_dir", str(tmp_path / "run"), *argv], capsys)
+    assert match in line
+    assert not (tmp_path / "run").exists()
+
+
+def test_folder_with_user_files_is_kept_and_a_previous_run_refused(tmp_path, capsys):
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "notes.txt").write_text("mine")
+    assert train_cyclegan([*TINY_CYCLEGAN, "--output_dir", str(run), "--max_steps", "1"]) == 0
+    assert (run / "notes.txt").read_text() == "mine"
+    capsys.readouterr()
+    before = sorted(p.relative_to(run) for p in run.rglob("*"))
+    line = user_error(train_cyclegan, [*TINY_CYCLEGAN, "--output_dir", str(run), "--max_steps", "1"], capsys)
+    assert "holds another run" in line and sorted(p.relative_to(run) for p in run.rglob("*")) == before
+
+
+def test_mixed_image_modes_are_converted(tmp_path):
+    """RGBA, palette, 16-bit and RGB files in one domain all decode to --channels."""
+    root = make_domains(tmp_path / "data", num_a=2, num_b=2)
+    rgba = np.zeros((20, 20, 4), dtype=np.uint8)
+    rgba[..., 0], rgba[..., 3] = 200, 255
+    write_png(root / "trainA" / "rgba.png", rgba, mode="RGBA")
+    Image.new("P", (20, 20), color=1).save(root / "trainA" / "palette.png")
+    Image.fromarray((np.ones((20, 20)) * 65535).astype(np.uint16)).save(root / "trainB" / "deep16.png")
+    write_png(root / "trainB" / "rgb.png", np.full((24, 20, 3), 90, dtype=np.uint8))
+    domains = load_domains("folder", str(root), 16, 3)
+    assert domains.train_a.images.shape == (4, 3, 16, 16) and domains.train_b.images.shape == (4, 3, 16, 16)
+    assert domains.test_a is None and not domains.labelled
+
+
+def test_translate_refuses_to_overwrite_and_bad_folders(tmp_path, capsys):
+    gen = save_translator(ResnetGenerator(1, 4, 1), tmp_path / "generator_A2B", "A2B", 16)
+    images = make_domains(tmp_path / "data", num_a=2, num_b=1) / "trainA"
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "000.png").write_bytes(b"precious")
+    line = user_error(translate, ["--generator", str(gen), "--input_dir", str(images), "--output_dir", str(out)], capsys)
+    assert "1 of the output files already exist" in line and "--overwrite" in line
+    assert (out / "000.png").read_bytes() == b"precious" and not (out / "001.png").exists()
+
+    line = user_error(translate, ["--generator", str(tmp_path), "--input_dir", str(images), "--output_dir", str(out)], capsys)
+    assert "not an exported generator folder" in line
+    line = user_error(translate, ["--generator", str(gen), "--input_dir", str(tmp_path / "nope"), "--output_dir", str(out)], capsys)
+    assert "--input_dir" in line and "not a folder" in line
