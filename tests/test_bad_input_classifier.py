@@ -88,7 +88,7 @@ CASES = [
     ("warm-up longer than the epochs", "train_classifier", ["--train_file", "{train}", *TRAIN, "--warmup_steps", "5"],
      {}, "--warmup_steps 5 must be smaller than the 3 optimizer updates"),
     ("YAML learning_rate .nan", "train_classifier", ["--config", "{tmp}/c.yaml", "--train_file", "{train}", *TRAIN],
-     {"c.yaml": "learning_rate: .nan\n"}, "--learning_rate must be a finite number; got nan"),
+     {"c.yaml": "learning_rate: .nan\n"}, "c.yaml: --learning_rate must be a finite number; got nan"),
     ("YAML unknown key", "train_classifier", ["--config", "{tmp}/c.yaml", "--train_file", "{train}", *TRAIN],
      {"c.yaml": "learning_rat: 0.1\n"}, "c.yaml: unknown key(s) learning_rat"),
     ("unknown flag", "train_classifier", ["--train_file", "{train}", *TRAIN, "--lr", "1"], {}, "['--lr', '1']"),

@@ -104,7 +104,7 @@ TRAIN_CASES = {
     "lr_d nan": (["--lr_d", "nan"], "--lr_d must be a finite number; got nan"),
     "lr_g inf": (["--lr_g", "inf"], "--lr_g must be a finite number; got inf"),
     "r1_gamma nan": (["--r1_gamma", "nan"], "--r1_gamma must be a finite number"),
-    "yaml lr_g .nan": (config_file("lr_g: .nan\n"), "--lr_g must be a finite number; got nan"),
+    "yaml lr_g .nan": (config_file("lr_g: .nan\n"), "c.yaml: --lr_g must be a finite number; got nan"),
     "yaml bad choice": (config_file("loss: wasserstein\n"), "--loss must be one of"),
     "yaml malformed": (config_file("max_steps: [1, 2\nloss: hinge\n"), "YAML/JSON"),
     "batch_size zero": (["--batch_size", "0"], "--batch_size must be > 0"),
