@@ -56,7 +56,9 @@ def build_parts(run: TrainingRun, raw: LabelledRows, tokenizer, data_args: Class
     run.print(f"labels: {data.label_names}  train: {len(data.train)}  validation: {len(data.validation)}")
     run.print(f"model.config: {model.config}")
     train_dl, eval_dl, sampler = build_dataloaders(data, tokenizer, train_args.batch_size,
-                                                   train_args.eval_batch_size or 2 * train_args.batch_size, run.args.seed)
+                                                   train_args.eval_batch_size or 2 * train_args.batch_size, run.args.seed,
+                                                   group_by_length=data_args.group_by_length,
+                                                   pad_to_multiple_of=data_args.padding_multiple(acc.device.type))
     # Sized from the UNPREPARED loader: see ScheduleLength for why the ticks are x num_processes.
     length = schedule_length(len(train_dl), acc.num_processes, train_args, run.args.gradient_accumulation_steps)
     optimizer = build_optimizer(model, train_args)
