@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Dict, List
 
@@ -126,15 +127,19 @@ def run_contender(name: str, setup: ClassifierBenchSetup, inputs: Dict[str, Path
 
 def bench_classifier(setup: ClassifierBenchSetup, folder: Path, log=print) -> dict:
     """Repeat the three contenders (the order rotating every repetition, so none always runs first
-    on a machine whose load drifts) and report samples/s, the per-repetition ratios of the toolkit
+    on a machine whose load drifts; repetition r seeds all three with ``seed + r``) and report samples/s, the per-repetition ratios of the toolkit
     to each Trainer (median and spread), final accuracies and padding fractions."""
     os.environ.update({"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"})
     inputs = make_inputs(setup, Path(folder))
     results: Dict[str, List[dict]] = {name: [] for name in CONTENDERS}
     for r in range(setup.reps):
         order = CONTENDERS[r % 3:] + CONTENDERS[:r % 3]
+        # One seed per repetition, the same for all three: a randomly initialised model's accuracy
+        # after a few epochs depends on its seed and data order by several points, so the medians
+        # compare the loops over 5 seeds rather than one lucky or unlucky draw.
+        rep = replace(setup, seed=setup.seed + r)
         for name in order:
-            results[name].append(run_contender(name, setup, inputs, Path(folder) / f"{name}_{r}"))
+            results[name].append(run_contender(name, rep, inputs, Path(folder) / f"{name}_{r}"))
         log(f"  classifier {setup.corpus} rep {r + 1}/{setup.reps}: " + "  ".join(
             f"{n} {results[n][-1]['seconds']:.1f}s acc {results[n][-1]['accuracy']:.3f}" for n in order))
     return summarize(setup, results)
