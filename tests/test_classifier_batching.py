@@ -88,3 +88,29 @@ def test_grouped_batches_hold_close_lengths(encoded):
         return 1 - sum(int(m.sum()) for m in masks) / sum(m.numel() for m in masks)
 
     assert pad_share(grouped) < 0.5 * pad_share(plain)
+
+
+@pytest.mark.parametrize("extra, grouped", [((), True), (("--no_group_by_length", "--pad_to_multiple_of", "8"), False)])
+def test_the_engine_trains_on_the_flags_batches(tmp_path, extra, grouped):
+    """ClassifierTrainer hands the engine the sampler and padding the flags ask for: length-grouped
+    batches by default (the engine positions that sampler on resume), plain shuffling with
+    --no_group_by_length; evaluation longest first either way."""
+    from classifier_fixtures import make_corpus, reset_accelerate, train_argv
+    from gan_accel.classifier.train import ClassifierTrainer
+
+    corpus = make_corpus(tmp_path / "data", n_train=64, n_val=24)
+    tiny = make_tiny(tmp_path / "tiny", corpus["train"])
+    reset_accelerate()
+    configs = parse_config((*CLASSIFIER_CONFIG_TYPES, RunArguments),
+                           train_argv(corpus, tiny, tmp_path / "out", "--max_steps", "2", "--batch_size", "8", *extra))
+    trainer = ClassifierTrainer(*configs)
+    try:
+        assert isinstance(trainer.engine.sampler, LengthGroupedSampler) == grouped
+        assert isinstance(trainer.engine.sampler, ResumableSampler)
+        widths = [b["input_ids"].shape[1] for b in trainer.engine.loader]
+        if "--pad_to_multiple_of" in extra:
+            assert all(w % 8 == 0 for w in widths) and widths
+        eval_widths = [int(b["attention_mask"].sum(dim=1).max()) for b in trainer.engine.eval_loaders[0]]
+        assert eval_widths == sorted(eval_widths, reverse=True)
+    finally:
+        trainer.run.finish()
