@@ -214,7 +214,7 @@ def _typed_file_values(types: Tuple[Type, ...], values: dict, path: str) -> dict
         if bad:
             raise UserError(f"--config {path}: {key} must be {bad}; got {value!r}")
         if hint is float and not math.isfinite(out[key]):
-            raise UserError(f"--config {path}: {key} must be a finite number; got {value!r}")
+            raise UserError(f"--config {path}: --{key} must be a finite number; got {value!r}")
     return out
 
 

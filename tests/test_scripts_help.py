@@ -24,7 +24,9 @@ def test_help_exits_0_and_prints_usage(name, capsys):
         module.main(["--help"])
     out, err = capsys.readouterr()
     assert info.value.code == 0, err
-    assert out.startswith("usage: ") and "--config" in out and "--help" in out
+    assert out.startswith("usage: ") and "--help" in out
+    if "parse_config" in (ROOT / "scripts" / f"{name}.py").read_text():  # plot_run.py takes a folder, no config
+        assert "--config" in out
     assert "error" not in err
     # The script's own description is shown (its docstring's first line, modulo re-wrapping).
     first_words = " ".join(module.__doc__.split()[:3])

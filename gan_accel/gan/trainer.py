@@ -88,9 +88,9 @@ class GANTrainer:
         # grid must never cost the training since the last checkpoint. Looked up at call time
         # (the benchmark stubs it).
         engine.every(t.sample_every, lambda: self.save_samples(), at_end=False, after_checkpoint=True)
+        # A non-finite FID (a diverged G) never becomes the best (BestKeeper).
+        self.keeper = BestKeeper(self.run.state, "eval/fid", greater_is_better=False, export=self.export_best)
         if self.evaluator is not None:
-            # A non-finite FID (a diverged G) never becomes the best (BestKeeper).
-            self.keeper = BestKeeper(self.run.state, "eval/fid", greater_is_better=False, export=self.export_best)
             engine.every(self.eval_args.eval_every, self.evaluate)
 
     # ---- evaluation --------------------------------------------------------------------
