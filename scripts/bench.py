@@ -4,7 +4,8 @@
     OMP_NUM_THREADS=1 python scripts/bench.py --output_json bench.json
 
 Prints a table (medians and max-min spread over repetitions) and writes the JSON
-(``gan.ratio_vs_plain``, ``classifier.ratio_vs_trainer``, raw figures beside them).
+(``gan.ratio_vs_plain``, ``classifier.CORPUS.ratio_vs_trainer`` and ``.ratio_vs_trainer_grouped``,
+raw figures beside them).
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from typing import Optional, Sequence
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # runnable from a checkout without install
 
+from gan_accel.bench.corpora import CORPORA  # noqa: E402
 from gan_accel.config import check_choice, check_positive, choice, parse_config  # noqa: E402
 from gan_accel.errors import ConfigError, cli_entry  # noqa: E402
 
@@ -38,8 +40,9 @@ class BenchArguments:
     gan_warmup: int = field(default=3, metadata={"help": "Untimed updates per contender first (compilation included)."})
     gan_variants: str = field(default="channels_last,bf16", metadata={"help": "Toolkit variants measured against its default: a subset of channels_last,compile,bf16,fp16 ('' none; bf16 and fp16 in separate runs)."})
     classifier_reps: int = field(default=5, metadata={"help": "Toolkit/Trainer pairs (each a full training run)."})
-    classifier_epochs: int = field(default=3, metadata={"help": "Epochs per classifier run."})
-    classifier_n_train: int = field(default=960, metadata={"help": "Generated training sentences."})
+    classifier_corpora: str = field(default="synthetic,docstrings", metadata={"help": "Comma-separated subset of synthetic (generated, nearly equal lengths) and docstrings (the standard library's docstrings by package: real, variable-length text)."})
+    classifier_epochs: Optional[int] = field(default=None, metadata={"help": "Epochs per classifier run (default: each corpus's own: synthetic 3, docstrings 5)."})
+    classifier_n_train: int = field(default=960, metadata={"help": "Generated training sentences (synthetic corpus)."})
     sample_images: int = field(default=1024, metadata={"help": "Images per sampling repetition."})
     sample_batch_size: int = field(default=256, metadata={"help": "Batch size of generate_images (sample_gan.py's default)."})
     sample_reps: int = field(default=3, metadata={"help": "Sampling repetitions."})
@@ -50,13 +53,16 @@ class BenchArguments:
         check_choice("device", self.device, ("cpu", "cuda"))
         for part in filter(None, self.only.split(",")):
             check_choice("only", part.strip(), PARTS)
+        for corpus in filter(None, self.classifier_corpora.split(",")):
+            check_choice("classifier_corpora", corpus.strip(), CORPORA)
         for v in filter(None, self.gan_variants.split(",")):
             check_choice("gan_variants", v.strip(), GAN_VARIANTS)
         for name in ("threads", "gan_image_size", "gan_batch_size", "gan_channels", "gan_rounds", "gan_chunk",
-                     "classifier_reps", "classifier_epochs", "classifier_n_train", "sample_images",
+                     "classifier_reps", "classifier_n_train", "sample_images",
                      "sample_batch_size", "sample_reps"):
             check_positive(name, getattr(self, name))
         check_positive("gan_warmup", self.gan_warmup, allow_zero=True)
+        check_positive("classifier_epochs", self.classifier_epochs)
         if {"bf16", "fp16"} <= {v.strip() for v in self.gan_variants.split(",")}:
             raise ConfigError("--gan_variants: bf16 and fp16 need separate runs (Accelerate's precision is process-wide)")
         if not self.only.strip():

@@ -31,16 +31,18 @@ def test_bench_script_writes_every_key(tmp_path):
     assert bench(["--output_json", str(out), "--work_dir", str(tmp_path / "work"), "--gan_image_size", "16",
                   "--gan_channels", "8", "--gan_batch_size", "32", "--gan_rounds", "2", "--gan_chunk", "1",
                   "--gan_warmup", "1", "--gan_variants", "channels_last", "--classifier_reps", "1",
-                  "--classifier_epochs", "1", "--classifier_n_train", "64", "--sample_images", "16",
-                  "--sample_reps", "1"]) == 0
+                  "--classifier_epochs", "1", "--classifier_n_train", "64", "--classifier_corpora", "synthetic",
+                  "--sample_images", "16", "--sample_reps", "1"]) == 0
     result = json.loads(out.read_text())
-    gan, clf, smp = result["gan"], result["classifier"], result["sampling"]
+    gan, clf, smp = result["gan"], result["classifier"]["synthetic"], result["sampling"]
     assert gan["weights_max_abs_diff"] == 0.0 and gan["steps_compared"] == 3
     for key in ("plain", "toolkit", "toolkit_channels_last"):
         assert len(gan["images_per_s"][key]["values"]) == 2 and gan["images_per_s"][key]["median"] > 0
     assert gan["ratio_vs_plain"]["median"] > 0 and set(gan["variant_ratio_vs_toolkit"]) == {"channels_last"}
-    assert clf["ratio_vs_trainer"]["median"] > 0 and clf["updates"] == {"toolkit": 4, "trainer": 4}
-    assert {"toolkit", "trainer"} <= set(clf["accuracy"]) and clf["optimizer"]["trainer"] == "AdamW"
+    assert clf["ratio_vs_trainer"]["median"] > 0 and clf["ratio_vs_trainer_grouped"]["median"] > 0
+    assert clf["updates"] == {"toolkit": 4, "trainer": 4, "trainer_grouped": 4}
+    assert set(clf["accuracy"]) == {"toolkit", "trainer", "trainer_grouped"} and clf["optimizer"]["trainer"] == "AdamW"
+    assert all(0 <= f < 1 for f in clf["padding_fraction"].values())
     assert smp["images_per_s"]["median"] > 0 and smp["image_shape"] == [1, 16, 16]
     assert result["machine"]["threads"] == 1 and result["command"].startswith("python scripts/bench.py")
 
@@ -77,3 +79,6 @@ def test_bad_flags_are_one_line_errors(capsys):
     with pytest.raises(SystemExit):
         bench(["--only", "gan,nope"])
     assert "--only must be one of" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        bench(["--classifier_corpora", "synthetic,imdb"])
+    assert "--classifier_corpora must be one of" in capsys.readouterr().err

@@ -1,50 +1,29 @@
-"""Classifier contenders: the toolkit's loop (:class:`ClassifierTrainer` on the engine) and ``transformers.Trainer``
-on the same tiny DistilBERT, data, batch, epochs, optimizer, schedule and per-epoch evaluation.
+"""Classifier contenders: the toolkit's loop (:class:`ClassifierTrainer` on the engine, its defaults:
+length-grouped batches, longest-first evaluation) against ``transformers.Trainer`` with its defaults
+and with length-grouped batches (``train_sampling_strategy="group_by_length"``, the
+``group_by_length=True`` of older versions), on the same tiny DistilBERT, data, batch, epochs,
+schedule and per-epoch evaluation, for each corpus of :mod:`gan_accel.bench.corpora`.
 
 Timed: the training loop proper of each (the toolkit's ``train_loop()``; Trainer from
-``on_train_begin`` to ``on_train_end``), evaluations included. Both start from the same weights
+``on_train_begin`` to ``on_train_end``), evaluations included. All start from the same weights
 (the new head is drawn after the same ``set_seed``); their shuffles differ (each its own
 sampler), so accuracies are compared, not weights. Trainer runs with ``save_strategy="no"`` and
-``report_to=[]``, its defaults otherwise; the toolkit's loop writes its best-model export and
-final checkpoint: that time is measured apart and reported both ways.
+``report_to=[]``, its defaults otherwise (fused AdamW, random batches, sequential evaluation);
+the toolkit's loop writes its best-model export and final checkpoint: that time is measured apart
+and reported both ways.
 """
 from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import replace
 from pathlib import Path
-from typing import Dict
+from typing import Dict, List
 
-from .common import Stopwatch, reset_accelerate, synchronize
+from .common import Stopwatch, ratios, reset_accelerate, summary, synchronize
+from .corpora import ClassifierBenchSetup, make_inputs, padding_fraction
 
-
-@dataclass
-class ClassifierBenchSetup:
-    n_train: int = 960
-    n_val: int = 200
-    batch_size: int = 16
-    epochs: int = 3
-    learning_rate: float = 1e-3   # a randomly initialised tiny model needs more than fine-tuning's 2e-5
-    warmup_ratio: float = 0.1
-    max_length: int = 32
-    dim: int = 64                 # the tiny DistilBERT (gan_accel.classifier.tiny)
-    n_layers: int = 2
-    seed: int = 0
-    reps: int = 5
-    cpu: bool = True
-
-
-def make_inputs(setup: ClassifierBenchSetup, folder: Path) -> Dict[str, Path]:
-    """The generated corpus and the tiny model trained on its vocabulary (offline)."""
-    from ..classifier.synthetic import make_corpus
-    from ..classifier.tiny import TinyModelArguments, make_tiny_model
-
-    corpus = make_corpus(Path(folder) / "data", setup.n_train, setup.n_val)
-    model_dir = make_tiny_model(TinyModelArguments(train_file=str(corpus["train"]), output_dir=str(Path(folder) / "tiny"),
-                                                   dim=setup.dim, n_layers=setup.n_layers, n_heads=2,
-                                                   max_position_embeddings=64))
-    return {**corpus, "model": model_dir}
+CONTENDERS = ("toolkit", "trainer", "trainer_grouped")
 
 
 def _configs(setup: ClassifierBenchSetup, inputs: Dict[str, Path]):
@@ -60,6 +39,7 @@ def _configs(setup: ClassifierBenchSetup, inputs: Dict[str, Path]):
 
 def run_toolkit(setup: ClassifierBenchSetup, inputs: Dict[str, Path], out_dir: Path) -> Dict[str, float]:
     """``train_classifier``'s steps, with the loop timed apart from the set-up."""
+    from ..classifier.data import build_dataloaders
     from ..classifier.train import ClassifierTrainer
     from ..config import RunArguments
 
@@ -78,13 +58,20 @@ def run_toolkit(setup: ClassifierBenchSetup, inputs: Dict[str, Path], out_dir: P
     synchronize(device)
     seconds = time.perf_counter() - t0
     trainer.run.finish()
+    # Padding of epoch 0's batches, from fresh (unprepared) loaders built the same way: iterating
+    # the engine's own loader again would move its sampler.
+    train_dl, eval_dl, _ = build_dataloaders(trainer.data, trainer.tokenizer, train_args.batch_size,
+                                             train_args.eval_batch_size or 2 * train_args.batch_size, setup.seed,
+                                             group_by_length=data_args.group_by_length,
+                                             pad_to_multiple_of=data_args.padding_multiple(device.type))
     raw = engine.optimizers["model"].optimizer
     return {"seconds": seconds, "io_seconds": io.seconds, "samples": len(trainer.data.train) * setup.epochs,
             "accuracy": trainer.last_eval["eval/accuracy"], "updates": trainer.state.step,
-            "optimizer": type(raw).__name__, "fused": bool(raw.defaults.get("fused"))}
+            "optimizer": type(raw).__name__,
+            "padding_fraction": padding_fraction(train_dl), "eval_padding_fraction": padding_fraction(eval_dl)}
 
 
-def run_trainer(setup: ClassifierBenchSetup, inputs: Dict[str, Path], out_dir: Path, fused: bool = True) -> Dict[str, float]:
+def run_trainer(setup: ClassifierBenchSetup, inputs: Dict[str, Path], out_dir: Path, grouped: bool) -> Dict[str, float]:
     import numpy as np
     from accelerate.utils import set_seed
     from transformers import DataCollatorWithPadding, Trainer, TrainerCallback, TrainingArguments
@@ -109,14 +96,13 @@ def run_trainer(setup: ClassifierBenchSetup, inputs: Dict[str, Path], out_dir: P
     def accuracy(pred):
         return {"accuracy": float((np.argmax(pred.predictions, axis=-1) == pred.label_ids).mean())}
 
+    grouping = {"train_sampling_strategy": "group_by_length"} if grouped else {}
     args = TrainingArguments(
         output_dir=str(out_dir), per_device_train_batch_size=setup.batch_size,
         per_device_eval_batch_size=2 * setup.batch_size, num_train_epochs=setup.epochs,
         learning_rate=setup.learning_rate, lr_scheduler_type="linear", warmup_steps=setup.warmup_ratio,  # float: a ratio
-        weight_decay=0.0, max_grad_norm=train_args.max_grad_norm,
-        # AdamW with weight decay 0 is the toolkit's Adam; the same (fused) kernel.
-        optim="adamw_torch_fused" if fused else "adamw_torch",
-        eval_strategy="epoch", save_strategy="no", report_to=[], seed=setup.seed, use_cpu=setup.cpu,
+        weight_decay=0.0, max_grad_norm=train_args.max_grad_norm,  # AdamW with weight decay 0 is the toolkit's Adam
+        eval_strategy="epoch", save_strategy="no", report_to=[], seed=setup.seed, use_cpu=setup.cpu, **grouping,
     )
     timer = LoopTimer()
     trainer = Trainer(model=model, args=args, train_dataset=data.train, eval_dataset=data.validation,
@@ -124,44 +110,53 @@ def run_trainer(setup: ClassifierBenchSetup, inputs: Dict[str, Path], out_dir: P
                       compute_metrics=accuracy, callbacks=[timer])
     trainer.train()
     evals = [h["eval_accuracy"] for h in trainer.state.log_history if "eval_accuracy" in h]
+    optimizer = getattr(trainer.optimizer, "optimizer", trainer.optimizer)
     return {"seconds": timer.seconds, "samples": len(data.train) * setup.epochs, "accuracy": evals[-1],
-            "updates": trainer.state.global_step, "optimizer": type(trainer.optimizer.optimizer).__name__
-            if hasattr(trainer.optimizer, "optimizer") else type(trainer.optimizer).__name__}
+            "updates": trainer.state.global_step, "optimizer": type(optimizer).__name__,
+            "padding_fraction": padding_fraction(trainer.get_train_dataloader()),
+            "eval_padding_fraction": padding_fraction(trainer.get_eval_dataloader())}
+
+
+def run_contender(name: str, setup: ClassifierBenchSetup, inputs: Dict[str, Path], out_dir: Path) -> Dict[str, float]:
+    if name == "toolkit":
+        return run_toolkit(setup, inputs, out_dir)
+    return run_trainer(setup, inputs, out_dir, grouped=name == "trainer_grouped")
 
 
 def bench_classifier(setup: ClassifierBenchSetup, folder: Path, log=print) -> dict:
-    """Repeat toolkit/Trainer pairs (alternating which goes first) and report samples/s, the
-    per-pair ratio (median and spread) and both final accuracies."""
-    from .common import ratios, summary
-
+    """Repeat the three contenders (the order rotating every repetition, so none always runs first
+    on a machine whose load drifts; repetition r seeds all three with ``seed + r``) and report samples/s, the per-repetition ratios of the toolkit
+    to each Trainer (median and spread), final accuracies and padding fractions."""
     os.environ.update({"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"})
-    inputs = make_inputs(setup, folder)
-    results = {"toolkit": [], "trainer": []}
-    fused = True
+    inputs = make_inputs(setup, Path(folder))
+    results: Dict[str, List[dict]] = {name: [] for name in CONTENDERS}
     for r in range(setup.reps):
-        order = ["toolkit", "trainer"] if r % 2 == 0 else ["trainer", "toolkit"]
+        order = CONTENDERS[r % 3:] + CONTENDERS[:r % 3]
+        # One seed per repetition, the same for all three: a randomly initialised model's accuracy
+        # after a few epochs depends on its seed and data order by several points, so the medians
+        # compare the loops over 5 seeds rather than one lucky or unlucky draw.
+        rep = replace(setup, seed=setup.seed + r)
         for name in order:
-            out = Path(folder) / f"{name}_{r}"
-            if name == "toolkit":
-                res = run_toolkit(setup, inputs, out)
-                fused = res["fused"]
-            else:
-                res = run_trainer(setup, inputs, out, fused=fused)
-            results[name].append(res)
-        log(f"  classifier rep {r + 1}/{setup.reps}: " + "  ".join(
-            f"{n} {results[n][-1]['seconds']:.2f}s acc {results[n][-1]['accuracy']:.3f}" for n in order))
+            results[name].append(run_contender(name, rep, inputs, Path(folder) / f"{name}_{r}"))
+        log(f"  classifier {setup.corpus} rep {r + 1}/{setup.reps}: " + "  ".join(
+            f"{n} {results[n][-1]['seconds']:.1f}s acc {results[n][-1]['accuracy']:.3f}" for n in order))
+    return summarize(setup, results)
+
+
+def summarize(setup: ClassifierBenchSetup, results: Dict[str, List[dict]]) -> dict:
     sps = {n: [x["samples"] / x["seconds"] for x in rs] for n, rs in results.items()}
-    sps_no_io = [x["samples"] / (x["seconds"] - x["io_seconds"]) for x in results["toolkit"]]
-    acc = {n: [x["accuracy"] for x in rs] for n, rs in results.items()}
+    sps["toolkit_without_exports"] = [x["samples"] / (x["seconds"] - x["io_seconds"]) for x in results["toolkit"]]
+    acc = {n: summary([x["accuracy"] for x in rs]) for n, rs in results.items()}
     return {
-        "setup": {k: getattr(setup, k) for k in ("n_train", "n_val", "batch_size", "epochs", "learning_rate",
-                                                   "warmup_ratio", "max_length", "dim", "n_layers", "reps", "seed")},
-        "samples_per_s": {"toolkit": summary(sps["toolkit"]), "trainer": summary(sps["trainer"]),
-                          "toolkit_without_exports": summary(sps_no_io)},
+        "setup": setup.as_dict(),
+        "samples_per_s": {n: summary(v) for n, v in sps.items()},
         "ratio_vs_trainer": summary(ratios(sps["toolkit"], sps["trainer"])),
-        "ratio_vs_trainer_without_exports": summary(ratios(sps_no_io, sps["trainer"])),
-        "accuracy": {"toolkit": summary(acc["toolkit"]), "trainer": summary(acc["trainer"])},
-        "accuracy_gap_points": 100 * (summary(acc["toolkit"])["median"] - summary(acc["trainer"])["median"]),
+        "ratio_vs_trainer_grouped": summary(ratios(sps["toolkit"], sps["trainer_grouped"])),
+        "ratio_vs_trainer_grouped_without_exports": summary(ratios(sps["toolkit_without_exports"], sps["trainer_grouped"])),
+        "accuracy": acc,
+        "accuracy_gap_points": {n: 100 * (acc["toolkit"]["median"] - acc[n]["median"]) for n in CONTENDERS[1:]},
+        "padding_fraction": {n: rs[0]["padding_fraction"] for n, rs in results.items()},
+        "eval_padding_fraction": {n: rs[0]["eval_padding_fraction"] for n, rs in results.items()},
         "updates": {n: rs[0]["updates"] for n, rs in results.items()},
         "optimizer": {n: rs[0]["optimizer"] for n, rs in results.items()},
         "toolkit_export_seconds": summary([x["io_seconds"] for x in results["toolkit"]]),

@@ -40,7 +40,7 @@ def machine() -> Dict[str, object]:
 
 
 def run_benchmark(args, command: str = "", log: Callable[[str], None] = print) -> dict:
-    from .classifier import ClassifierBenchSetup, bench_classifier
+    from .classifier import bench_classifier
     from .gan import GANBenchSetup, bench_gan
     from .sampling import bench_sampling
 
@@ -58,10 +58,16 @@ def run_benchmark(args, command: str = "", log: Callable[[str], None] = print) -
         log(f"GAN: {len(variants) + 2} contenders x {setup.rounds} rounds x {setup.chunk} steps (+{setup.warmup} warm-up)")
         result["gan"] = bench_gan(setup, variants, log=log, export_to=work / "generator")
     if "classifier" in parts:
-        setup = ClassifierBenchSetup(reps=args.classifier_reps, epochs=args.classifier_epochs,
-                                     n_train=args.classifier_n_train, seed=args.seed, cpu=cpu)
-        log(f"Classifier: toolkit vs transformers.Trainer x {setup.reps} pairs")
-        result["classifier"] = bench_classifier(setup, work / "classifier", log=log)
+        from .corpora import default_setup
+
+        result["classifier"] = {}
+        for corpus in [c.strip() for c in args.classifier_corpora.split(",") if c.strip()]:
+            overrides = {"epochs": args.classifier_epochs} if args.classifier_epochs else {}
+            if corpus == "synthetic":
+                overrides["n_train"] = args.classifier_n_train
+            setup = default_setup(corpus, reps=args.classifier_reps, seed=args.seed, cpu=cpu, **overrides)
+            log(f"Classifier on {corpus}: toolkit vs transformers.Trainer (defaults, group_by_length) x {setup.reps}")
+            result["classifier"][corpus] = bench_classifier(setup, work / "classifier" / corpus, log=log)
     if "sampling" in parts:
         result["sampling"] = bench_sampling(work / "generator", args.sample_images, args.sample_batch_size,
                                             args.sample_reps, work / "samples", device=args.device, log=log)
@@ -84,15 +90,8 @@ def table(result: dict) -> str:
         for name, s in g["variant_ratio_vs_toolkit"].items():
             rows.append((f"  toolkit --{name} / toolkit", "x", _fmt(s, 3)))
         rows.append(("  end-of-run checkpoint + grid (once)", "s", f"{g['end_of_run_io_seconds']:.2f}"))
-    c = result.get("classifier")
-    if c:
-        sps = c["samples_per_s"]
-        rows.append(("Classifier transformers.Trainer", "samples/s", _fmt(sps["trainer"])))
-        rows.append(("Classifier toolkit (ClassifierTrainer)", "samples/s", _fmt(sps["toolkit"])))
-        rows.append(("  ratio toolkit / Trainer", "x", _fmt(c["ratio_vs_trainer"], 3)))
-        rows.append(("  ratio without the toolkit's exports", "x", _fmt(c["ratio_vs_trainer_without_exports"], 3)))
-        acc = c["accuracy"]
-        rows.append(("  final accuracy toolkit / Trainer", "", f"{acc['toolkit']['median']:.4f} / {acc['trainer']['median']:.4f}"))
+    for corpus, c in (result.get("classifier") or {}).items():
+        rows += classifier_rows(corpus, c)
     s = result.get("sampling")
     if s:
         rows.append((f"Sampling (generate_images, batch {s['batch_size']})", "img/s", _fmt(s["images_per_s"], 0)))
@@ -101,6 +100,20 @@ def table(result: dict) -> str:
     lines = [f"{'benchmark':<{width}}  {'unit':<9}  median (max-min spread)", "-" * (width + 40)]
     lines += [f"{a:<{width}}  {b:<9}  {c}" for a, b, c in rows]
     return "\n".join(lines)
+
+
+def classifier_rows(corpus: str, c: dict) -> List[tuple]:
+    sps, acc, pad = c["samples_per_s"], c["accuracy"], c["padding_fraction"]
+    names = {"trainer": "transformers.Trainer (defaults)", "trainer_grouped": "Trainer group_by_length",
+             "toolkit": "toolkit (ClassifierTrainer)"}
+    rows = [(f"Classifier, {corpus} corpus", "", "")]
+    for key, label in names.items():
+        rows.append((f"  {label}", "samples/s", f"{_fmt(sps[key])}  acc {acc[key]['median']:.4f}  "
+                                                f"padding {100 * pad[key]:.0f}%"))
+    rows.append(("  ratio toolkit / Trainer defaults", "x", _fmt(c["ratio_vs_trainer"], 3)))
+    rows.append(("  ratio toolkit / Trainer group_by_length", "x", _fmt(c["ratio_vs_trainer_grouped"], 3)))
+    rows.append(("  same, the toolkit's exports left out", "x", _fmt(c["ratio_vs_trainer_grouped_without_exports"], 3)))
+    return rows
 
 
 def write_json(result: dict, path: Path) -> Path:

@@ -12,6 +12,7 @@ from typing import Dict, List, Optional, Sequence
 import torch
 from torch.utils.data import DataLoader, Dataset
 
+from ..data.length_grouped import LengthGroupedSampler, longest_first
 from ..data.sampler import ResumableSampler
 from ..errors import UserError
 from .config import ClassifierDataArguments
@@ -144,19 +145,30 @@ def tokenize(rows: List[dict], args: ClassifierDataArguments, tokenizer) -> Dict
 
 
 # ---- dataloaders ----------------------------------------------------------------------------
-def build_dataloaders(data: ClassificationData, tokenizer, batch_size: int, eval_batch_size: int, seed: int):
+def build_dataloaders(data: ClassificationData, tokenizer, batch_size: int, eval_batch_size: int, seed: int,
+                      group_by_length: bool = False, pad_to_multiple_of: Optional[int] = None):
     """Train loader (resumable shuffled order) and eval loader (fixed order), both unprepared.
 
     Each gets its own ``torch.Generator``: a DataLoader draws its workers' base seed when an
     iterator is created, from the global RNG by default. That would shift dropout's RNG stream
     on a mid-epoch resume (the iterator is created at a different step), breaking exact resume.
+    ``group_by_length``: train batches of similar lengths (see :mod:`gan_accel.data.length_grouped`);
+    evaluation batches are always taken longest first, since the metrics ignore the order.
     """
     from transformers import DataCollatorWithPadding
 
-    collate = DataCollatorWithPadding(tokenizer)
-    sampler = ResumableSampler(len(data.train), seed=seed)
+    collate = DataCollatorWithPadding(tokenizer, pad_to_multiple_of=pad_to_multiple_of)
+    if group_by_length:
+        sampler = LengthGroupedSampler(text_lengths(data.train), batch_size, seed=seed)
+    else:
+        sampler = ResumableSampler(len(data.train), seed=seed)
     train_dl = DataLoader(data.train, batch_size=batch_size, sampler=sampler, collate_fn=collate,
                           generator=torch.Generator().manual_seed(seed))
-    eval_dl = DataLoader(data.validation, batch_size=eval_batch_size, shuffle=False, collate_fn=collate,
-                         generator=torch.Generator().manual_seed(seed))
+    eval_dl = DataLoader(data.validation, batch_size=eval_batch_size, sampler=longest_first(text_lengths(data.validation)),
+                         collate_fn=collate, generator=torch.Generator().manual_seed(seed))
     return train_dl, eval_dl, sampler
+
+
+def text_lengths(dataset: EncodedDataset) -> List[int]:
+    """Tokens per example (pairs counted together), before padding."""
+    return [len(ids) for ids in dataset.encodings["input_ids"]]

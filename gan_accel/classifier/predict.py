@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import List, Optional
 
 from ..config import check_positive
+from ..data.length_grouped import longest_first, restore_order
 from ..errors import ConfigError, UserError
 from .table import check_rows, read_table
 
@@ -72,22 +73,27 @@ def load_classifier(folder: str, device: str):
 
 
 def predict(args: PredictArguments) -> List[dict]:
+    """One row per text, in input order. Texts are tokenised once, then run longest first so each
+    batch pads to little more than its own texts (a long text no longer inflates a batch of short
+    ones); the rows are put back in input order at the end."""
     import torch
 
     texts = read_texts(args)
     check_output_file(args.output_file)
     device = "cuda" if torch.cuda.is_available() and not args.cpu else "cpu"
     tokenizer, model = load_classifier(args.model, device)
+    encoded = tokenizer(texts, truncation=True, max_length=args.max_length)["input_ids"]
+    order = longest_first([len(ids) for ids in encoded])
     rows = []
-    for start in range(0, len(texts), args.batch_size):
-        chunk = texts[start:start + args.batch_size]
-        enc = tokenizer(chunk, truncation=True, padding=True, max_length=args.max_length, return_tensors="pt").to(device)
+    for start in range(0, len(order), args.batch_size):
+        chunk = order[start:start + args.batch_size]
+        enc = tokenizer.pad({"input_ids": [encoded[i] for i in chunk]}, return_tensors="pt").to(device)
         with torch.no_grad():
             probs = model(**enc).logits.float().softmax(dim=-1)  # [B, num_labels]
         scores, ids = probs.max(dim=-1)
-        rows += [{"text": t, "label": model.config.id2label[int(i)], "score": float(s)}
+        rows += [{"text": texts[t], "label": model.config.id2label[int(i)], "score": float(s)}
                  for t, i, s in zip(chunk, ids.tolist(), scores.tolist())]
-    return rows
+    return restore_order(rows, order)
 
 
 def check_output_file(output_file: Optional[str]) -> None:

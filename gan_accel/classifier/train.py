@@ -53,7 +53,9 @@ class ClassifierTrainer:
         run.print(f"labels: {self.data.label_names}  train: {len(self.data.train)}  validation: {len(self.data.validation)}")
         run.print(f"model.config: {model.config}")
         train_dl, eval_dl, _ = build_dataloaders(self.data, self.tokenizer, train_args.batch_size,
-                                                 train_args.eval_batch_size or 2 * train_args.batch_size, run_args.seed)
+                                                 train_args.eval_batch_size or 2 * train_args.batch_size, run_args.seed,
+                                                 group_by_length=data_args.group_by_length,
+                                                 pad_to_multiple_of=data_args.padding_multiple(acc.device.type))
         # Sized from the UNPREPARED loader: see ScheduleLength for why the ticks are x num_processes.
         self.length = schedule_length(len(train_dl), acc.num_processes, train_args, run_args.gradient_accumulation_steps)
         self.engine = Engine(run, classifier_recipe(model, train_args, self.length), train_dl,
