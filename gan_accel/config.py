@@ -85,6 +85,8 @@ RESUME_SAFE_FIELDS = frozenset(
         "num_sample_images", "inception_weights", "eval_feature_extractor", "eval_cache_dir",
         # Speed settings: the same maths (bit-identity of the continuation is then not promised).
         "compile", "channels_last", "cpu",
+        # Where the decoded images live and how they are read: the same pixels in the same order.
+        "data_in_memory", "max_data_memory_mb", "data_cache_dir", "dataloader_num_workers", "data_decode_workers",
     }
 )
 

@@ -14,7 +14,8 @@ from torch.utils.data import DataLoader
 from transformers import get_scheduler
 
 from ..config import RunArguments, config_to_dict
-from ..data import ImageData, ResumableSampler, load_image_data, to_float_images
+from ..data import ResumableSampler
+from ..data.source import ImageSource, open_image_source
 from ..errors import ConfigError
 from ..loop import TrainingRun, build_accelerator
 from ..loop.guard import NonFiniteError, all_finite
@@ -41,8 +42,7 @@ class GANParts:
     loader: DataLoader
     sampler: ResumableSampler
     ema: EMA
-    images: torch.Tensor            # uint8 [N, C, S, S] on the accelerator
-    labels: Optional[torch.Tensor]  # int64 [N] on the accelerator, when conditional
+    data: ImageSource               # turns a batch of the loader into float images (+ labels)
     noise: StepNoise
 
 
@@ -54,10 +54,11 @@ def make_scheduler(name: str, optimizer, warmup_updates: int, total_updates: int
                          num_training_steps=total_updates * num_processes)
 
 
-def build_parts(run: TrainingRun, data: ImageData, model_args: GANModelArguments, train: GANTrainArguments, seed: int) -> GANParts:
+def build_parts(run: TrainingRun, data: ImageSource, model_args: GANModelArguments, train: GANTrainArguments, seed: int,
+                data_workers: int = 0) -> GANParts:
     acc = run.accelerator
     num_classes = data.num_classes if model_args.conditional else 0
-    G, D = build_models(model_args.arch, z_dim=model_args.z_dim, channels=data.channels, image_size=data.images.shape[-1],
+    G, D = build_models(model_args.arch, z_dim=model_args.z_dim, channels=data.channels, image_size=data.image_size,
                         g_channels=model_args.g_channels, d_channels=model_args.d_channels, d_norm=model_args.d_norm, g_norm=model_args.g_norm,
                         num_classes=num_classes)
     if train.channels_last:
@@ -70,9 +71,8 @@ def build_parts(run: TrainingRun, data: ImageData, model_args: GANModelArguments
     sched_G = make_scheduler(train.lr_scheduler, opt_G, train.warmup_steps, train.max_steps, P)
     sched_D = make_scheduler(train.lr_scheduler, opt_D, train.warmup_steps * n_critic, train.max_steps * n_critic, P)
     sampler = ResumableSampler(len(data), seed=seed)
-    # The dataset is the index range; images are gathered from the device tensor per batch, so
-    # there is no per-sample decoding or host-to-device copy of pixels.
-    loader = DataLoader(range(len(data)), batch_size=train.batch_size, sampler=sampler, drop_last=True)
+    # In memory: a loader of indices into a device tensor; streamed: of uint8 batches from workers.
+    loader = data.make_loader(train.batch_size, sampler, data_workers, acc.device, train.channels_last)
     if len(loader) < P:
         raise ConfigError(f"--batch_size {train.batch_size} x {P} processes is larger than the dataset ({len(data)} images); lower --batch_size")
     G, D, opt_G, opt_D, sched_G, sched_D, loader = acc.prepare(G, D, opt_G, opt_D, sched_G, sched_D, loader)
@@ -81,12 +81,8 @@ def build_parts(run: TrainingRun, data: ImageData, model_args: GANModelArguments
         # After the EMA copy (kept eager: it only samples) and in place, so state-dict keys and
         # checkpoints are the same with or without --compile.
         compile_in_place({"G": acc.unwrap_model(G), "D": acc.unwrap_model(D)}, acc.device, run.print)
-    images = data.images.to(acc.device)
-    if train.channels_last:
-        images = images.contiguous(memory_format=torch.channels_last)  # batches gathered from it stay NHWC
-    labels = data.labels.to(acc.device) if data.labels is not None else None
     noise = StepNoise(seed, acc.device, P, acc.process_index, train.batch_size)
-    return GANParts(G, D, opt_G, opt_D, sched_G, sched_D, loader, sampler, ema, images, labels, noise)
+    return GANParts(G, D, opt_G, opt_D, sched_G, sched_D, loader, sampler, ema, data, noise)
 
 
 class GANTrainer:
@@ -99,16 +95,16 @@ class GANTrainer:
         # downloads/decodes first, the others then read its cache.
         accelerator = build_accelerator(run_args, "gan")
         with accelerator.main_process_first():
-            self.data = load_image_data(data_args.dataset, data_args.data_dir, data_args.image_size, data_args.channels,
-                                        data_args.download)
+            self.data = open_image_source(data_args, accelerator.device, print_fn=accelerator.print,
+                                          show_progress=accelerator.is_local_main_process)
         if model_args.conditional and self.data.labels is None:
             raise ConfigError(f"--conditional needs labelled data; {self.data.name} has no class sub-folders")
         self.run = TrainingRun(run_args, config_to_dict(data_args, model_args, train, self.eval_args, run_args), project="gan",
                                accelerator=accelerator)
         set_seed(run_args.seed)  # weight init
-        self.run.print(f"Data: {self.data.name}, {len(self.data)} images {tuple(self.data.images.shape[1:])}, "
-                       f"{self.data.num_classes} classes")
-        self.parts = build_parts(self.run, self.data, model_args, train, run_args.seed)
+        self.run.print(f"Data: {self.data.name}, {len(self.data)} images {self.data.shape}, "
+                       f"{self.data.num_classes} classes, {self.data.describe()}")
+        self.parts = build_parts(self.run, self.data, model_args, train, run_args.seed, data_args.dataloader_num_workers)
         self.num_classes = self.data.num_classes if model_args.conditional else 0
         self.sample_z = fixed_noise(train.num_sample_images, model_args.z_dim, run_args.seed + 12345)
         self.sample_labels = grid_labels(train.num_sample_images, self.num_classes)
@@ -118,8 +114,8 @@ class GANTrainer:
     # ---- one batch ---------------------------------------------------------------------
     def micro_step(self, idx: torch.Tensor) -> dict:
         p, t, acc, state = self.parts, self.train, self.run.accelerator, self.run.state
-        real = to_float_images(p.images[idx])
-        labels = p.labels[idx] if self.num_classes else None
+        real, labels = p.data.real_batch(idx)
+        labels = labels if self.num_classes else None
         z = p.noise.normal(state.micro_step, NOISE, self.model_args.z_dim)
         # Phases are decided per D update WINDOW (state.d_updates only moves on a sync step), so
         # every micro-step of an accumulated update agrees, and a resumed run agrees too.
@@ -225,7 +221,7 @@ class GANTrainer:
         from ..metrics import GANEvaluator
 
         cache_dir = e.eval_cache_dir or str(self.run.output_dir / "cache")
-        return GANEvaluator(self.data, feature_extractor=e.eval_feature_extractor, num_images=e.eval_num_images,
+        return GANEvaluator(self.data.image_data(), feature_extractor=e.eval_feature_extractor, num_images=e.eval_num_images,
                             cache_dir=cache_dir, device=self.run.accelerator.device, seed=self.run_args.seed,
                             inception_weights=e.inception_weights)
 
