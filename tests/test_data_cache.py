@@ -1,5 +1,7 @@
 """The decode cache: the same pixels as the in-memory decode, reopened without decoding, rebuilt
 when the folder changes or the cache is damaged, and bad cache folders refused in one line."""
+import contextlib
+import io
 import json
 import os
 import shutil
@@ -24,9 +26,11 @@ def data_args(root, cache, **kw):
 
 
 def open_source(root, cache, **kw):
-    lines = []
-    source = open_image_source(data_args(root, cache, **kw), CPU, print_fn=lines.append, show_progress=False)
-    return source, lines
+    """The source and the lines it printed (a build is announced with print() by any process)."""
+    lines, out = [], io.StringIO()
+    with contextlib.redirect_stdout(out):
+        source = open_image_source(data_args(root, cache, **kw), CPU, print_fn=lines.append, show_progress=False)
+    return source, out.getvalue().splitlines() + lines
 
 
 @pytest.fixture
