@@ -13,7 +13,7 @@ from data_fixtures import CLASSES, FOLDER_GAN, make_folder
 from gan_accel.data import load_image_data
 from gan_accel.data.source import open_image_source
 from gan_accel.gan.config import GANDataArguments
-from helpers import load_script
+from helpers import TINY_GAN, load_script
 from test_bad_input import user_error
 
 train_gan = load_script("train_gan").main
@@ -120,5 +120,5 @@ def test_unwritable_cache_dir_is_one_line_and_touches_nothing(folder, tmp_path, 
     (["--dataloader_num_workers", "-1"], "--dataloader_num_workers must be >= 0"),
 ])
 def test_invalid_data_flags(tmp_path, capsys, argv, match):
-    line = user_error(train_gan, [*FOLDER_GAN[:-10], "--output_dir", str(tmp_path / "run"), *argv], capsys)
+    line = user_error(train_gan, [*TINY_GAN, "--output_dir", str(tmp_path / "run"), *argv], capsys)
     assert match in line
