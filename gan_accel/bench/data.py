@@ -39,7 +39,10 @@ def _write_chunk(job) -> int:
 
 
 def generate_folder(root: Path, num_images: int, size: int, processes: int, seed: int = 0) -> Path:
-    """``num_images`` JPEGs of ``size`` px in ``CLASSES`` class folders, written by a process pool."""
+    """``num_images`` JPEGs of ``size`` px in ``CLASSES`` class folders, written by a process pool
+    (kept when a previous run with the same ``--work_dir`` already wrote them all)."""
+    if root.is_dir() and sum(1 for _ in root.glob("c*/*.jpg")) == num_images:
+        return root
     for c in range(CLASSES):
         (root / f"c{c}").mkdir(parents=True, exist_ok=True)
     step = 2000
