@@ -60,6 +60,19 @@ def test_second_open_reads_the_cache_without_decoding(folder, tmp_path, monkeypa
     assert torch.equal(second.images, first.images)
 
 
+def test_cache_build_skips_decompression_bombs(folder, tmp_path, monkeypatch):
+    # Real bombs for a lowered limit (the folder's images are at most 27 x 26 = 702 px): above
+    # twice the limit PIL raises, between it only warns; both are skipped like the broken file.
+    from PIL import Image
+
+    for name, side in (("bomb_error", 50), ("bomb_warning", 40)):
+        Image.fromarray(torch.zeros(side, side, dtype=torch.uint8).numpy(), mode="L").save(folder / "cats" / f"{name}.png")
+    monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", 1000)
+    source, _ = open_source(folder, tmp_path / "cache", data_in_memory="no")
+    assert len(source) == 24 and source.cache.skipped == 3
+    assert torch.equal(source.cache.read_rows(range(24)), load_image_data("folder", str(folder), 16, 3).images)
+
+
 def _touch_new_content(path):
     elsewhere = path.parents[2] / "elsewhere"   # outside the data folder
     make_folder(elsewhere, per_class=1, seed=7)
