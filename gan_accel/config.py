@@ -97,6 +97,8 @@ RESUME_SAFE_FIELDS = frozenset(
         "loss_explosion_factor", "loss_explosion_window", "eval_batch_size",
         # Speed settings: the same maths (bit-identity of the continuation is then not promised).
         "compile", "channels_last", "cpu",
+        # Where the decoded images live and how they are read: the same pixels in the same order.
+        "data_in_memory", "max_data_memory_mb", "data_cache_dir", "dataloader_num_workers", "data_decode_workers",
     }
 )
 

@@ -4,6 +4,7 @@ import pytest
 import torch
 from accelerate import Accelerator
 
+from gan_accel.data import to_float_images
 from gan_accel.engine import adam, apply_update, backward_phase
 from gan_accel.engine.step import Nets, Step
 from gan_accel.gan.config import GANTrainArguments
@@ -42,7 +43,8 @@ def d_step(acc, D, *args, **kwargs):
 def test_g_step_leaves_d_params_and_grads_unchanged(parts, loss):
     acc, G, D, opt_G, opt_D = parts
     images = torch.randint(0, 256, (4, 1, 16, 16), dtype=torch.uint8)
-    gan = GANRecipe(GANTrainArguments(loss=loss), images, None, StepNoise(0, acc.device, 1, 0, 4), z_dim=8)
+    real_batch = lambda idx: (to_float_images(images[idx]), None)  # noqa: E731 (in memory: a batch is indices)
+    gan = GANRecipe(GANTrainArguments(loss=loss), real_batch, StepNoise(0, acc.device, 1, 0, 4), z_dim=8)
     d_phase, g_phase = gan.recipe(G, D).phases
     with acc.accumulate(G, D):  # micro-step 1 of 2: D's gradients stay accumulated
         assert not acc.sync_gradients

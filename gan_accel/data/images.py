@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import os
 import warnings
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import List, Optional, Tuple
@@ -16,12 +17,13 @@ from typing import List, Optional, Tuple
 import numpy as np
 import torch
 import torch.nn.functional as F
+from PIL import Image
 
 from ..errors import UserError
 
 log = logging.getLogger(__name__)
 
-DATASETS = ("digits", "folder", "mnist", "fashion_mnist", "cifar10")
+DATASETS = ("digits", "folder", "mnist", "fashion_mnist", "cifar10", "imagefolder", "hub")  # the last two: gan_accel.data.hf
 IMAGE_EXTENSIONS = (".png", ".jpg", ".jpeg", ".bmp", ".webp")
 
 
@@ -108,8 +110,6 @@ def _load_torchvision(name: str, data_dir: Optional[str], download: bool) -> Tup
 
 def _pil_to_array(img, channels: int) -> np.ndarray:
     """Any PIL mode (RGBA, palette, 16-bit grey, CMYK, ...) -> uint8 HxWxC."""
-    from PIL import Image
-
     if img.mode in ("I;16", "I;16B", "I;16L", "I"):
         arr = np.asarray(img, dtype=np.float64)
         hi = 65535.0 if img.mode.startswith("I;16") or arr.max() > 255 else 255.0
@@ -144,9 +144,24 @@ def _list_folder(root: Path) -> Tuple[List[Path], Optional[List[int]], List[str]
     return images_under(root), None, []
 
 
-def _load_folder(data_dir: Optional[str], image_size: int, channels: int) -> ImageData:
-    from PIL import Image, UnidentifiedImageError
+# What PIL raises for a file that is not a readable image; such files are skipped and counted.
+# UnidentifiedImageError is an OSError. A decompression bomb (more pixels than
+# Image.MAX_IMAGE_PIXELS: an error above twice the limit, a warning between, turned into an error
+# by ``bombs_as_errors``) is skipped like a corrupt file rather than decoded.
+UNREADABLE_ERRORS = (OSError, ValueError, SyntaxError, Image.DecompressionBombError, Image.DecompressionBombWarning)
 
+
+@contextmanager
+def bombs_as_errors():
+    """Raise PIL's DecompressionBombWarning (an image between one and two times the pixel limit)
+    instead of decoding it: the caller skips it as unreadable."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", Image.DecompressionBombWarning)
+        yield
+
+
+def folder_files(data_dir: Optional[str]) -> Tuple[Path, List[Path], Optional[List[int]], List[str]]:
+    """Check ``--data_dir`` and list its images: (root, files, labels or None, class names)."""
     if not data_dir:
         raise UserError("--dataset folder needs --data_dir PATH (a folder of images, optionally one sub-folder per class)")
     root = Path(data_dir)
@@ -159,24 +174,37 @@ def _load_folder(data_dir: Optional[str], image_size: int, channels: int) -> Ima
     files, labels, class_names = _list_folder(root)
     if not files:
         raise UserError(f"--data_dir {data_dir}: no images ({', '.join(IMAGE_EXTENSIONS)}) found under it")
+    return root, files, labels, class_names
+
+
+def decode_pil(img, image_size: int, channels: int) -> Tuple[torch.Tensor, bool]:
+    """One PIL image -> uint8 ``[1, channels, S, S]`` and whether it had to be upscaled. Every
+    path (in memory, the decode cache, streaming, Hugging Face datasets) decodes through here,
+    so they all give the same pixels."""
+    arr = _pil_to_array(img, channels)
+    t = torch.from_numpy(arr.copy()).permute(2, 0, 1).unsqueeze(0)
+    return _finish(t, image_size, channels), min(arr.shape[:2]) < image_size
+
+
+def decode_image_file(path, image_size: int, channels: int) -> Tuple[torch.Tensor, bool]:
+    """Decode one file (raises one of ``UNREADABLE_ERRORS`` for a broken one)."""
+    with bombs_as_errors(), Image.open(path) as img:
+        img.load()
+        return decode_pil(img, image_size, channels)
+
+
+def _load_folder(data_dir: Optional[str], image_size: int, channels: int) -> ImageData:
+    root, files, labels, class_names = folder_files(data_dir)
     arrays, kept, skipped, small = [], [], 0, 0
     for i, path in enumerate(files):
         try:
-            # A decompression bomb (more pixels than Image.MAX_IMAGE_PIXELS: an error above twice
-            # the limit, a warning between) is skipped like a corrupt file rather than decoded.
-            with warnings.catch_warnings():
-                warnings.simplefilter("error", Image.DecompressionBombWarning)
-                with Image.open(path) as img:
-                    img.load()
-                    arr = _pil_to_array(img, channels)
-        except (OSError, UnidentifiedImageError, ValueError, SyntaxError, Image.DecompressionBombError,
-                Image.DecompressionBombWarning) as err:
+            image, upscaled = decode_image_file(path, image_size, channels)
+        except UNREADABLE_ERRORS as err:
             skipped += 1
             log.warning("skipping unreadable image %s (%s)", path, err)
             continue
-        small += min(arr.shape[:2]) < image_size
-        t = torch.from_numpy(arr.copy()).permute(2, 0, 1).unsqueeze(0)
-        arrays.append(_finish(t, image_size, channels))
+        small += upscaled
+        arrays.append(image)
         kept.append(i)
     if not arrays:
         raise UserError(f"--data_dir {data_dir}: none of the {len(files)} image files could be read (all corrupt or unsupported)")
@@ -199,4 +227,6 @@ def load_image_data(dataset: str, data_dir: Optional[str] = None, image_size: in
     if dataset in ("mnist", "fashion_mnist", "cifar10"):
         images, labels, classes = _load_torchvision(dataset, data_dir, download)
         return ImageData(_finish(images, image_size, channels), labels, classes, name=dataset)
+    if dataset in ("imagefolder", "hub"):
+        raise UserError(f"--dataset {dataset} is read through gan_accel.data.source (the training script); use --dataset folder here")
     raise UserError(f"--dataset must be one of {', '.join(DATASETS)}; got {dataset!r}")

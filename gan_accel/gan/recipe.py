@@ -8,11 +8,10 @@
 """
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Callable, Optional, Tuple
 
 import torch
 
-from ..data import to_float_images
 from ..engine import LRSchedule, Network, Optimizer, Phase, Recipe, adam
 from . import step as phases
 from .augment import make_augment, parse_policy
@@ -20,12 +19,18 @@ from .config import GANTrainArguments
 from .noise import AUGMENT, GP_ALPHA, NOISE, StepNoise
 
 
+# A batch of the prepared loader -> (float images in [-1, 1] on the device, int64 labels or None).
+RealBatch = Callable[[Any], Tuple[torch.Tensor, Optional[torch.Tensor]]]
+
+
 class GANRecipe:
-    def __init__(self, train: GANTrainArguments, images: torch.Tensor, labels: Optional[torch.Tensor], noise: StepNoise,
-                 z_dim: int) -> None:
-        """``images``: uint8 [N, C, S, S] on the device (a batch is an index into it); ``labels``:
-        int64 [N] when conditional, else None."""
-        self.t, self.images, self.labels, self.noise, self.z_dim = train, images, labels, noise, z_dim
+    def __init__(self, train: GANTrainArguments, real_batch: RealBatch, noise: StepNoise, z_dim: int,
+                 conditional: bool = False) -> None:
+        """``real_batch``: the data's reader of a loader batch (``ImageSource.real_batch``: a
+        gather from the device tensor in memory, the workers' uint8 batch when streamed); its
+        labels are used only when ``conditional``."""
+        self.t, self.real_batch, self.noise, self.z_dim = train, real_batch, noise, z_dim
+        self.conditional = conditional
         self.policy = parse_policy(train.diffaugment)
 
     def recipe(self, G: torch.nn.Module, D: torch.nn.Module) -> Recipe:
@@ -43,8 +48,8 @@ class GANRecipe:
         )
 
     def inputs(self, s) -> dict:
-        real = to_float_images(self.images[s.batch])
-        labels = self.labels[s.batch] if self.labels is not None else None
+        real, labels = self.real_batch(s.batch)
+        labels = labels if self.conditional else None
         z = self.noise.normal(s.micro_step, NOISE, self.z_dim)
         # DiffAugment: re-seeded per call, so real, fake and the penalties' inputs of this step get
         # the same transforms; seeded by the micro-step, so a resumed run draws the same ones.

@@ -9,10 +9,10 @@ from typing import Optional
 
 import torch
 from accelerate.utils import set_seed
-from torch.utils.data import DataLoader
 
 from ..config import RunArguments, config_to_dict
-from ..data import ResumableSampler, load_image_data
+from ..data import ResumableSampler
+from ..data.source import open_image_source
 from ..engine import BestKeeper, Engine
 from ..errors import ConfigError
 from ..loop import TrainingRun, build_accelerator
@@ -35,8 +35,8 @@ class GANTrainer:
         # downloads/decodes first, the others then read its cache.
         accelerator = build_accelerator(run_args, "gan")
         with accelerator.main_process_first():
-            self.data = load_image_data(data_args.dataset, data_args.data_dir, data_args.image_size, data_args.channels,
-                                        data_args.download)
+            self.data = open_image_source(data_args, accelerator.device, print_fn=accelerator.print,
+                                          show_progress=accelerator.is_local_main_process)
         if model_args.conditional and self.data.labels is None:
             raise ConfigError(f"--conditional needs labelled data; {self.data.name} has no class sub-folders")
         P = accelerator.num_processes  # checked before the run folder (config.json) is written
@@ -46,8 +46,8 @@ class GANTrainer:
         self.run = TrainingRun(run_args, config_to_dict(data_args, model_args, train, self.eval_args, run_args), project="gan",
                                accelerator=accelerator)
         set_seed(run_args.seed)  # weight init
-        self.run.print(f"Data: {self.data.name}, {len(self.data)} images {tuple(self.data.images.shape[1:])}, "
-                       f"{self.data.num_classes} classes")
+        self.run.print(f"Data: {self.data.name}, {len(self.data)} images {self.data.shape}, "
+                       f"{self.data.num_classes} classes, {self.data.describe()}")
         self.num_classes = self.data.num_classes if model_args.conditional else 0
         self.engine = self.build_engine()
         self.ema = EMA(self.engine.module("G"), train.ema_decay, train.ema_start)
@@ -63,21 +63,20 @@ class GANTrainer:
 
     def build_engine(self) -> Engine:
         m, t, acc = self.model_args, self.train_args, self.run.accelerator
-        G, D = build_models(m.arch, z_dim=m.z_dim, channels=self.data.channels, image_size=self.data.images.shape[-1],
+        G, D = build_models(m.arch, z_dim=m.z_dim, channels=self.data.channels, image_size=self.data.image_size,
                             g_channels=m.g_channels, d_channels=m.d_channels, d_norm=m.d_norm, g_norm=m.g_norm,
                             num_classes=self.num_classes)
         if t.channels_last:
             to_channels_last(G, D)  # before the optimizers (and the EMA copy) see the parameters
-        # The dataset is the index range; images are gathered from the device tensor per batch, so
-        # there is no per-sample decoding or host-to-device copy of pixels.
-        loader = DataLoader(range(len(self.data)), batch_size=t.batch_size,
-                            sampler=ResumableSampler(len(self.data), seed=self.run_args.seed), drop_last=True)
-        images = self.data.images.to(acc.device)
-        if t.channels_last:
-            images = images.contiguous(memory_format=torch.channels_last)  # batches gathered from it stay NHWC
-        labels = self.data.labels.to(acc.device) if self.num_classes else None
+        # In memory: a loader of sample indices whose images are gathered from a tensor on the
+        # device (no per-sample decode or host-to-device copy of pixels); streamed: uint8 batches
+        # from DataLoader workers. The same sampler either way, so the same indices, the same
+        # pixels, and the engine's exact mid-epoch resume and sharding hold for both.
+        sampler = ResumableSampler(len(self.data), seed=self.run_args.seed)
+        loader = self.data.make_loader(t.batch_size, sampler, self.data_args.dataloader_num_workers, acc.device,
+                                       t.channels_last)
         noise = StepNoise(self.run_args.seed, acc.device, acc.num_processes, acc.process_index, t.batch_size)
-        recipe = GANRecipe(t, images, labels, noise, m.z_dim).recipe(G, D)
+        recipe = GANRecipe(t, self.data.real_batch, noise, m.z_dim, conditional=bool(self.num_classes)).recipe(G, D)
         return Engine(self.run, recipe, loader, max_steps=t.max_steps, unit="img", desc="gan")
 
     def add_hooks(self) -> None:
@@ -103,7 +102,8 @@ class GANTrainer:
         from ..metrics import GANEvaluator
 
         cache_dir = e.eval_cache_dir or str(self.run.output_dir / "cache")
-        return GANEvaluator(self.data, feature_extractor=e.eval_feature_extractor, num_images=e.eval_num_images,
+        # Streamed: a fixed subset of the real images, so its memory does not grow with the dataset.
+        return GANEvaluator(self.data.image_data(), feature_extractor=e.eval_feature_extractor, num_images=e.eval_num_images,
                             cache_dir=cache_dir, device=self.run.accelerator.device, seed=self.run_args.seed,
                             inception_weights=e.inception_weights)
 

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Optional
 
 from accelerate import Accelerator, DistributedDataParallelKwargs
-from accelerate.utils import ProjectConfiguration, broadcast_object_list
+from accelerate.utils import DataLoaderConfiguration, ProjectConfiguration, broadcast_object_list
 
 from ..config import RunArguments
 from ..errors import UserError
@@ -29,6 +29,8 @@ def build_accelerator(run: RunArguments, project_name: str) -> Accelerator:
         log_with=run.trackers or None,
         project_config=ProjectConfiguration(project_dir=run.output_dir, logging_dir=str(Path(run.output_dir) / "logs")),
         kwargs_handlers=[DistributedDataParallelKwargs(broadcast_buffers=False)],
+        # Batches from pinned host memory (streamed image data, CUDA) are copied asynchronously.
+        dataloader_config=DataLoaderConfiguration(non_blocking=True),
     )
     return accelerator
 
