@@ -23,3 +23,23 @@ def load_script(name: str):
 
 def read_jsonl(path: Path) -> list:
     return [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
+
+
+def one_line_error(main, argv, capsys) -> str:
+    """Run a script's ``main(argv)`` and assert the user-error contract: exit code 2 and ONE line
+    ``error: ...`` on stderr with no traceback; return that line."""
+    import pytest
+
+    with pytest.raises(SystemExit) as info:
+        main(argv)
+    assert info.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: ") and "Traceback" not in err[0], err
+    return err[0]
+
+
+def write_png(path: Path, array, mode=None) -> None:
+    from PIL import Image
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    Image.fromarray(array, mode=mode).save(path)

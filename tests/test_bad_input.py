@@ -9,23 +9,13 @@ import pytest
 from PIL import Image
 
 from gan_accel.data import load_image_data
-from helpers import load_script
+from helpers import load_script, one_line_error as user_error, write_png
 
 train_gan = load_script("train_gan").main  # for the user_error cases of other paths
 
 
-def user_error(main, argv, capsys):
-    with pytest.raises(SystemExit) as info:
-        main(argv)
-    assert info.value.code == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith("error: ") and "Traceback" not in err[0], err
-    return err[0]
 
 
-def write_png(path, array, mode=None):
-    path.parent.mkdir(parents=True, exist_ok=True)
-    Image.fromarray(array, mode=mode).save(path)
 
 
 @pytest.fixture

@@ -10,6 +10,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # tests/classifier_fixtures.py (no conftest)
 from classifier_fixtures import load_script, make_rows, make_tiny, reset_accelerate, write_rows  # noqa: E402
+from helpers import one_line_error  # noqa: E402
 
 GOOD_TRAIN = "\n".join(["text,label", *(f"{r['text']},{r['label']}" for r in make_rows(12, seed=1))]) + "\n"
 
@@ -137,13 +138,6 @@ def snapshot(*roots: Path) -> dict:
     return found
 
 
-def one_line_error(main, argv, capsys) -> str:
-    with pytest.raises(SystemExit) as info:
-        main(argv)
-    assert info.value.code == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith("error: ") and "Traceback" not in err[0], err
-    return err[0]
 
 
 def workspace(tmp_path: Path, files: dict) -> dict:

@@ -14,7 +14,7 @@ from PIL import Image
 from gan_accel.data import load_image_data
 from gan_accel.errors import UserError
 from gan_accel.models import build_models, save_generator
-from helpers import TINY_GAN, load_script
+from helpers import TINY_GAN, load_script, one_line_error, write_png
 
 SCRIPTS = {name: load_script(name).main for name in ("train_gan", "sample_gan", "evaluate_gan")}
 
@@ -29,18 +29,8 @@ def snapshot(*roots):
     return out
 
 
-def one_line_error(main, argv, capsys):
-    with pytest.raises(SystemExit) as info:
-        main(argv)
-    assert info.value.code == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith("error: ") and "Traceback" not in err[0], err
-    return err[0]
 
 
-def write_png(path, array, mode=None):
-    path.parent.mkdir(parents=True, exist_ok=True)
-    Image.fromarray(array, mode=mode).save(path)
 
 
 @pytest.fixture(scope="module")
