@@ -9,7 +9,7 @@ from accelerate import Accelerator
 from gan_accel.gan.augment import make_augment
 from gan_accel.gan.ema import EMA, recalibrate_batchnorm
 from gan_accel.gan.losses import LOSSES
-from gan_accel.gan.step import d_step, g_step
+from gan_accel.gan.step import d_loss, g_loss
 from gan_accel.models import build_models, load_generator, save_generator, supported_sizes
 from gan_accel.models.resnet import ConditionalBatchNorm2d, ResNetGenerator
 
@@ -39,7 +39,8 @@ def test_d_and_g_step_backward(arch, conditional, loss):
     fake = G(torch.randn(4, 8), labels)
     augment = make_augment(("translation", "cutout", "color"), lambda: torch.Generator().manual_seed(1))
     gp = 10.0 if loss == "wgan_gp" else 0.0
-    metrics = d_step(acc, D, real, fake, labels, loss, gp, torch.rand(4, 1, 1, 1), r1_weight=1.0, augment=augment)
+    total, metrics = d_loss(D, real, fake, labels, loss, gp, torch.rand(4, 1, 1, 1), r1_weight=1.0, augment=augment)
+    acc.backward(total)
     assert all(torch.isfinite(v) for v in metrics.values())
     assert "reg/r1" in metrics and ("reg/gp" in metrics) == (loss == "wgan_gp")
     # (The logit's bias cancels out of the Wasserstein/hinge losses: its gradient may be 0.)
@@ -47,7 +48,9 @@ def test_d_and_g_step_backward(arch, conditional, loss):
                for name, p in D.named_parameters())
     assert all(p.grad is None for p in G.parameters())  # the fake was detached for D
     D.zero_grad()
-    g_step(acc, D, fake, labels, loss, augment=augment)
+    D.requires_grad_(False)  # what the recipe's G phase declares (frozen=["D"])
+    acc.backward(g_loss(D, fake, labels, loss, augment=augment)[0])
+    D.requires_grad_(True)
     assert all(p.grad is None or p.grad.abs().sum() == 0 for p in D.parameters())
     # Every G parameter gets a gradient (conditional: only the rows of the classes drawn).
     assert all(p.grad is not None and p.grad.abs().sum() > 0 for p in G.parameters())
