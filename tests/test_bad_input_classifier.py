@@ -155,7 +155,12 @@ def workspace(tmp_path: Path, files: dict) -> dict:
 
 
 @pytest.mark.parametrize("name,script,argv,files,match", CASES, ids=[c[0] for c in CASES])
-def test_bad_input_is_one_line_and_changes_nothing(tmp_path, tiny, capsys, name, script, argv, files, match):
+def test_bad_input_is_one_line_and_changes_nothing(tmp_path, tiny, capsys, monkeypatch, name, script, argv, files, match):
+    # No hub look-ups: an uncached model name fails at once, as on an offline machine, instead of
+    # waiting for network retries (huggingface_hub reads HF_HUB_OFFLINE at import time).
+    import huggingface_hub
+
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
     places = {**workspace(tmp_path, files), "model": str(tiny)}
     before = snapshot(tmp_path, tiny)
     reset_accelerate()
