@@ -3,18 +3,14 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from PIL import Image
 from safetensors.torch import load_file
+
+from helpers import write_png  # noqa: F401  (re-exported: the CycleGAN tests import it from here)
 
 # 16 px, 8-channel nets, 1 residual block; a pool of 3 so it fills within a few steps and swaps.
 TINY_CYCLEGAN = ["--image_size", "16", "--load_size", "18", "--g_channels", "8", "--n_blocks", "1", "--d_channels", "8",
                  "--d_layers", "2", "--batch_size", "4", "--log_every", "1", "--sample_every", "0",
                  "--num_sample_images", "3", "--pool_size", "3", "--no_evaluate"]
-
-
-def write_png(path: Path, array, mode=None) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    Image.fromarray(array, mode=mode).save(path)
 
 
 def make_domains(root: Path, num_a: int = 6, num_b: int = 10, seed: int = 0) -> Path:
