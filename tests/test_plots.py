@@ -80,3 +80,17 @@ def test_a_plotting_error_is_a_warning(tmp_path, monkeypatch):
     warnings = []
     assert plot_run_safely(tmp_path, warn=warnings.append) == []
     assert warnings == [f"warning: could not write plots to {tmp_path / 'plots'} (RuntimeError: no fonts)"]
+
+
+def test_a_schedule_that_reaches_zero_is_drawn_on_a_linear_axis(tmp_path, monkeypatch, recwarn):
+    import matplotlib.pyplot as plt
+
+    scales, real_close = [], plt.close
+    monkeypatch.setattr(plt, "close", lambda fig: (scales.append(fig.axes[0].get_yscale()), real_close(fig)))
+    # warm-up from 0, linear decay to 0: a log axis cannot show either end
+    write_metrics(tmp_path, [{"step": s, "lr/model": lr} for s, lr in ((0, 0.0), (5, 1e-3), (10, 0.0))])
+    plots.plot_metrics(tmp_path)
+    assert scales == ["linear"] and not [w for w in recwarn if "log-scaled" in str(w.message)]
+    write_metrics(tmp_path, [{"step": s, "lr/G": lr} for s, lr in ((0, 2e-4), (5, 2e-6))])
+    plots.plot_metrics(tmp_path)
+    assert scales[-1] == "log"  # a positive schedule spanning decades keeps its log axis

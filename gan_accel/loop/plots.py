@@ -60,8 +60,10 @@ def plot_metrics(run_dir: Path) -> List[Path]:
         for key, (steps, values) in series.items():
             ax.plot(steps, values, label=key, marker="." if len(steps) < 30 else None)
         positive = all(v > 0 for _, values in series.values() for v in values)
-        if prefix == "lr" or (prefix == "loss" and positive and _spread(series) > 100):
-            ax.set_yscale("log")  # learning rates and diverging losses span decades
+        if positive and (prefix == "lr" or (prefix == "loss" and _spread(series) > 100)):
+            # Learning rates and diverging losses span decades; a schedule that starts or ends at 0
+            # (warm-up, linear decay) stays linear, since a log axis cannot show 0.
+            ax.set_yscale("log")
         ax.set_xlabel("step")
         ax.set_title(f"{prefix} ({Path(run_dir).name})")
         ax.grid(alpha=0.3)
