@@ -41,7 +41,7 @@ class BenchArguments:
     gan_variants: str = field(default="channels_last,bf16", metadata={"help": "Toolkit variants measured against its default: a subset of channels_last,compile,bf16,fp16 ('' none; bf16 and fp16 in separate runs)."})
     classifier_reps: int = field(default=5, metadata={"help": "Toolkit/Trainer pairs (each a full training run)."})
     classifier_corpora: str = field(default="synthetic,docstrings", metadata={"help": "Comma-separated subset of synthetic (generated, nearly equal lengths) and docstrings (the standard library's docstrings by package: real, variable-length text)."})
-    classifier_epochs: Optional[int] = field(default=None, metadata={"help": "Epochs per classifier run (default: each corpus's own: synthetic 3, docstrings 5)."})
+    classifier_epochs: Optional[int] = field(default=None, metadata={"help": "Epochs per classifier run (default: each corpus's own: synthetic 3, docstrings 8)."})
     classifier_n_train: int = field(default=960, metadata={"help": "Generated training sentences (synthetic corpus)."})
     sample_images: int = field(default=1024, metadata={"help": "Images per sampling repetition."})
     sample_batch_size: int = field(default=256, metadata={"help": "Batch size of generate_images (sample_gan.py's default)."})

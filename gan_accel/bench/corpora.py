@@ -41,10 +41,13 @@ class ClassifierBenchSetup:
 def default_setup(corpus: str, **overrides) -> ClassifierBenchSetup:
     """Each corpus with a model at a size where it is learnable in a few epochs."""
     if corpus == "docstrings":
-        # Trained towards where the validation accuracy levels off (~0.9: Trainer reached ~0.92 by
-        # epoch 5 of 8 on a 5-label version), so accuracies compare the loops rather than how far
-        # each got; the from-scratch model still varies by several points from seed to seed.
-        base = ClassifierBenchSetup(corpus=corpus, batch_size=32, epochs=5, learning_rate=2e-3, max_length=128,
+        # A from-scratch post-LayerNorm transformer at 1e-3 to 2e-3 is chaotic on this corpus: with
+        # the same batches and dropout off, the toolkit and Trainer (equal update for update at
+        # first: tests/test_classifier_matches_trainer.py) ended 11 points apart from float
+        # rounding alone, and some seeds of length-grouped runs, Trainer's and the toolkit's alike,
+        # stalled near 0.5. At 5e-4 over 8 epochs every seed of each loop levelled off (5 seeds
+        # each), so final accuracies compare the loops rather than which run happened to stall.
+        base = ClassifierBenchSetup(corpus=corpus, batch_size=32, epochs=8, learning_rate=5e-4, max_length=128,
                                     vocab_size=4000, dim=128, n_layers=2, n_heads=4)
     else:
         base = ClassifierBenchSetup(corpus=corpus)
