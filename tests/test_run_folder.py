@@ -115,3 +115,21 @@ def test_explosion_check_ignores_losses_near_zero_and_can_be_off():
     off = ExplosionCheck(0.0, 20)
     assert not any(off.check({"loss/D": v}) for v in [1.0, 1.0, 1.0, 1e9])
     assert math.isfinite(ExplosionCheck.FLOOR)
+
+
+def test_a_metrics_file_that_cannot_be_written_warns_once_and_the_run_goes_on(tmp_path, capsys):
+    acc = SimpleNamespace(is_main_process=True, is_local_main_process=False, log=lambda *a, **k: None)
+    logger = MetricsLogger(acc, tmp_path, total_steps=10, initial_step=0, log_every=1)
+    (tmp_path / "metrics.jsonl").mkdir()  # appending fails (as on a full or read-only disk)
+    logger.write(1, {"loss/D": 1.0})
+    logger.write(2, {"loss/D": 0.9})
+    out = capsys.readouterr()
+    assert (out.out + out.err).count("could not append to") == 1
+    assert logger.write_failed
+
+
+def test_tqdm_disable_hides_the_training_bar(monkeypatch):
+    acc = SimpleNamespace(is_main_process=True, is_local_main_process=True, log=lambda *a, **k: None)
+    assert not MetricsLogger(acc, ".", total_steps=3, initial_step=0, log_every=1).bar.disable
+    monkeypatch.setenv("TQDM_DISABLE", "1")
+    assert MetricsLogger(acc, ".", total_steps=3, initial_step=0, log_every=1).bar.disable

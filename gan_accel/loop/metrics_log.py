@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import statistics
 import time
 from pathlib import Path
@@ -42,7 +43,8 @@ class MetricsLogger:
         self._t0 = time.perf_counter()
         self.explosions = ExplosionCheck(explosion_factor, explosion_window)
         self.bar = tqdm(total=total_steps, initial=initial_step, desc=desc, unit="step", dynamic_ncols=True,
-                        disable=not accelerator.is_local_main_process)
+                        disable=not accelerator.is_local_main_process or tqdm_disabled_by_env())
+        self.write_failed = False
 
     def accumulate(self, metrics: Dict[str, Number], samples: int = 0) -> None:
         """Add one micro-step's metrics (device tensors stay on the device) and its sample count."""
@@ -91,8 +93,16 @@ class MetricsLogger:
             for text, first in warnings:
                 if first:  # once per episode on screen; every log line of it in metrics.jsonl
                     self.bar.write(f"warning: step {step}: {text}: the run may be diverging")
-        with self.path.open("a") as f:
-            f.write(json.dumps(record) + "\n")
+        try:
+            with self.path.open("a") as f:
+                f.write(json.dumps(record) + "\n")
+        except OSError as err:
+            # Only the main process writes: raising here would leave the other ranks waiting in
+            # their next collective. Training goes on; checkpoints say for themselves if the disk is full.
+            if not self.write_failed:
+                self.bar.write(f"warning: step {step}: could not append to {self.path} ({err}); the run goes on "
+                               "without it, and says so once")
+            self.write_failed = True
         acc.log({k: v for k, v in values.items()}, step=step)
         short = {k.split("/")[-1] if k.startswith("loss/") else k: v for k, v in values.items()
                  if k.startswith("loss/") or k.startswith("throughput/")}
@@ -100,6 +110,12 @@ class MetricsLogger:
 
     def close(self) -> None:
         self.bar.close()
+
+
+def tqdm_disabled_by_env() -> bool:
+    """``TQDM_DISABLE=1``: tqdm reads its ``TQDM_*`` variables only for arguments not passed, and
+    ``disable`` is passed here (to silence the other ranks), so it is honoured explicitly."""
+    return os.environ.get("TQDM_DISABLE", "").strip().lower() in ("1", "true", "yes", "on")
 
 
 class ExplosionCheck:
