@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import ast
 import random
-import re
 import sysconfig
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
@@ -42,23 +41,28 @@ def stdlib_dir() -> Path:
     return Path(sysconfig.get_paths()["stdlib"])
 
 
+TEST_FOLDERS = ("test", "tests", "idle_test")
+DEFINITIONS = (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+def file_docstrings(path: Path, kinds: Tuple[type, ...] = (ast.Module, *DEFINITIONS)) -> List[str]:
+    """Docstrings of the ``kinds`` of nodes in one source file, read with ``ast`` (nothing imported
+    or executed), in source order, whitespace collapsed to single spaces (one row per docstring in
+    CSV/JSONL); [] for a file that cannot be read or parsed."""
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+    except (SyntaxError, UnicodeDecodeError, ValueError, OSError):
+        return []
+    docs = (ast.get_docstring(node) for node in ast.walk(tree) if isinstance(node, kinds))
+    return [" ".join(doc.split()) for doc in docs if doc]
+
+
 def docstrings_of(folder: Path) -> List[str]:
     """Docstrings of every module, class and function under ``folder`` (tests excluded), in a
-    stable order, whitespace collapsed to single spaces (one row per docstring in CSV/JSONL)."""
-    out = []
-    for path in sorted(folder.rglob("*.py")):
-        if any(part in ("test", "tests", "idle_test") for part in path.relative_to(folder).parts):
-            continue
-        try:
-            tree = ast.parse(path.read_text(encoding="utf-8"))
-        except (SyntaxError, UnicodeDecodeError, ValueError):
-            continue
-        for node in ast.walk(tree):
-            if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
-                doc = ast.get_docstring(node)
-                if doc:
-                    out.append(re.sub(r"\s+", " ", doc).strip())
-    return out
+    stable order."""
+    return [doc for path in sorted(folder.rglob("*.py"))
+            if not any(part in TEST_FOLDERS for part in path.relative_to(folder).parts)
+            for doc in file_docstrings(path)]
 
 
 def make_docstring_rows(root: Optional[Path] = None, packages: Dict[str, Sequence[str]] = PACKAGES) -> List[dict]:

@@ -13,7 +13,6 @@ Python version (3.11 here); ``make_corpus`` prints the counts.
 """
 from __future__ import annotations
 
-import ast
 import hashlib
 import random
 import sysconfig
@@ -21,6 +20,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Dict, List, Optional
 
+from .docstrings import DEFINITIONS, TEST_FOLDERS, file_docstrings
 from .synthetic import write_rows
 
 FAMILIES: Dict[str, tuple] = {
@@ -37,24 +37,15 @@ MIN_WORDS = 4
 
 def family_of(relative: Path) -> Optional[str]:
     top = relative.parts[0].removesuffix(".py")
-    if any(part in ("test", "tests", "idle_test") for part in relative.parts):
+    if any(part in TEST_FOLDERS for part in relative.parts):
         return None
     return next((name for name, modules in FAMILIES.items() if top in modules), None)
 
 
 def docstrings(path: Path) -> List[str]:
-    """Docstrings of every function and class in one source file (whitespace collapsed)."""
-    try:
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-    except (SyntaxError, UnicodeDecodeError, OSError):
-        return []
-    found = []
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            doc = ast.get_docstring(node)
-            if doc and len(doc.split()) >= MIN_WORDS:
-                found.append(" ".join(doc.split()))
-    return found
+    """Docstrings of every function and class in one source file (module docstrings left out:
+    they describe a whole module, not one thing), of at least ``MIN_WORDS`` words."""
+    return [doc for doc in file_docstrings(path, DEFINITIONS) if len(doc.split()) >= MIN_WORDS]
 
 
 def collect(stdlib: Optional[Path] = None) -> List[dict]:
