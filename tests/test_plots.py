@@ -94,3 +94,20 @@ def test_a_schedule_that_reaches_zero_is_drawn_on_a_linear_axis(tmp_path, monkey
     write_metrics(tmp_path, [{"step": s, "lr/G": lr} for s, lr in ((0, 2e-4), (5, 2e-6))])
     plots.plot_metrics(tmp_path)
     assert scales[-1] == "log"  # a positive schedule spanning decades keeps its log axis
+
+
+def test_the_end_of_a_run_does_not_redraw_what_its_final_checkpoint_drew(tmp_path, monkeypatch):
+    import gan_accel.loop.run as run_module
+
+    drawn = []
+    real = run_module.plot_run_safely
+    monkeypatch.setattr(run_module, "plot_run_safely", lambda run_dir, warn: drawn.append(1) or real(run_dir, warn))
+    run = tmp_path / "run"
+    assert run_gan(run, "--max_steps", "2", "--checkpointing_steps", "0") == 0
+    # one drawing: at the final checkpoint (the first checkpoint always draws); the end of the run
+    # finds metrics.jsonl as it was then
+    assert len(drawn) == 1 and (run / "plots" / "loss.png").is_file()
+    version = plots.metrics_version(run)
+    with (run / "metrics.jsonl").open("a") as f:
+        f.write('{"step": 3, "loss/D": 1.0}\n')
+    assert plots.metrics_version(run) != version and plots.metrics_version(tmp_path / "none") is None

@@ -9,7 +9,7 @@ import json
 import math
 from collections import defaultdict
 from pathlib import Path
-from typing import Callable, Dict, List, Tuple
+from typing import Callable, Dict, List, Optional, Tuple
 
 from ..errors import UserError
 
@@ -57,6 +57,9 @@ def plot_metrics(run_dir: Path) -> List[Path]:
     written = []
     for prefix, series in groups.items():
         fig, ax = plt.subplots(figsize=(7, 4))
+        # Fixed margins rather than tight_layout, which measured every tick label again and took
+        # about a third of the drawing time; these fit the tick labels of steps and values.
+        fig.subplots_adjust(left=0.12, right=0.98, bottom=0.12, top=0.92)
         for key, (steps, values) in series.items():
             ax.plot(steps, values, label=key, marker="." if len(steps) < 30 else None)
         positive = all(v > 0 for _, values in series.values() for v in values)
@@ -68,7 +71,6 @@ def plot_metrics(run_dir: Path) -> List[Path]:
         ax.set_title(f"{prefix} ({Path(run_dir).name})")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
-        fig.tight_layout()
         path = out_dir / f"{prefix}.png"
         fig.savefig(path, dpi=80)
         plt.close(fig)
@@ -79,6 +81,16 @@ def plot_metrics(run_dir: Path) -> List[Path]:
 def _spread(series: Series) -> float:
     values = [v for _, vs in series.values() for v in vs]
     return max(values) / min(values) if values and min(values) > 0 else 1.0
+
+
+def metrics_version(run_dir: Path) -> Optional[Tuple[int, int]]:
+    """``(size, mtime_ns)`` of ``RUN_DIR/metrics.jsonl`` (None when absent): it changes whenever a
+    line is appended, so equal versions have equal plots."""
+    try:
+        st = (Path(run_dir) / "metrics.jsonl").stat()
+    except OSError:
+        return None
+    return st.st_size, st.st_mtime_ns
 
 
 def plot_run_safely(run_dir: Path, warn: Callable[[str], None]) -> List[Path]:

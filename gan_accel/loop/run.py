@@ -34,7 +34,7 @@ from . import hparams
 from .accel import build_accelerator, prepare_output_dir, print_and_save_config
 from .checkpoint import STATE_FILE, CheckpointManager
 from .lock import RunLock
-from .plots import plot_run_safely
+from .plots import metrics_version, plot_run_safely
 from .guard import NonFiniteGuard
 from .metrics_log import MetricsLogger
 from .signals import GracefulStop
@@ -88,6 +88,7 @@ class TrainingRun:
         self.logger: Optional[MetricsLogger] = None
         self.stopped_by_signal = False
         self._last_plot = -math.inf
+        self._plotted_version = None  # metrics.jsonl's (size, mtime) when last drawn
 
     def print(self, *args) -> None:
         """Print on the local main process, above the progress bar rather than onto it."""
@@ -158,7 +159,11 @@ class TrainingRun:
         now = time.monotonic()
         if at_checkpoint and now - self._last_plot < self.PLOT_INTERVAL_S:
             return
-        self._last_plot = now
+        # The end of a run comes right after its final checkpoint: nothing new to draw.
+        version = metrics_version(self.output_dir)
+        if version is not None and version == self._plotted_version:
+            return
+        self._last_plot, self._plotted_version = now, version
         plot_run_safely(self.output_dir, warn=self.print)
 
     # ---- cadence -------------------------------------------------------------------------
