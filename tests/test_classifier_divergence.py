@@ -85,3 +85,22 @@ def test_weights_turning_non_finite_are_never_checkpointed(setup, monkeypatch):
     assert [p.name for p in (out / "checkpoints").iterdir()] == ["step_00000003"]
     weights = load_file(out / "checkpoints" / "step_00000003" / "model.safetensors")
     assert all(torch.isfinite(w).all() for w in weights.values())
+
+
+def test_a_streak_of_non_finite_updates_keeps_only_finite_checkpoints(setup, capsys):
+    # Checkpoints every 2 updates while the run diverges (the later flag wins over train_argv's 0):
+    # the one-line error says a checkpoint is kept, and every checkpoint on disk is finite.
+    folder, corpus, tiny = setup
+    out = folder / "streak"
+    code, err = run_script(train_argv(corpus, tiny, out, "--learning_rate", "1e10", "--max_steps", "60", "--log_every",
+                                      "1", "--max_nonfinite_steps", "3", "--checkpointing_steps", "2"), capsys)
+    assert code == 2
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("error: 3 consecutive updates had non-finite gradients") and "checkpoint is kept" in last
+    records = read_jsonl(out / "metrics.jsonl")
+    assert max(r.get("nonfinite/skipped_total", 0) for r in records) > 0 and records[-1]["step"] < 60
+    kept = sorted((out / "checkpoints").glob("step_*"))
+    assert kept  # written before the divergence
+    for ckpt in kept:
+        assert all(torch.isfinite(v.float()).all() for v in load_file(str(ckpt / "model.safetensors")).values())
+    assert not (out / "eval_results.json").exists()
