@@ -106,6 +106,7 @@ def test_reference_schedule_is_constant_then_linear_to_zero():
         lrs = []
         for _ in range(7):
             lrs.append(sched.get_last_lr()[0])
+            opt.step()  # (no gradient: a no-op) in the order torch expects before the scheduler
             for _ in range(processes):  # a prepared scheduler ticks once per process per update
                 sched.step()
         assert lrs == [1, 1, 1, 1, 0.75, 0.5, 0.25] and sched.get_last_lr()[0] == 0.0
