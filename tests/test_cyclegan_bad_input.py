@@ -100,3 +100,33 @@ def test_translate_refuses_to_overwrite_and_bad_folders(tmp_path, capsys):
     assert "not an exported generator folder" in line
     line = user_error(translate, ["--generator", str(gen), "--input_dir", str(tmp_path / "nope"), "--output_dir", str(out)], capsys)
     assert "--input_dir" in line and "not a folder" in line
+
+
+@pytest.mark.parametrize("case,match", [
+    ("missing", "does not exist"),
+    ("config_only", "config.json but no model.safetensors; the export is incomplete"),
+    ("truncated", "could not load model.safetensors"),
+])
+def test_translate_refuses_an_incomplete_export_in_one_line(tmp_path, capsys, case, match):
+    gen = save_translator(ResnetGenerator(1, 4, 1), tmp_path / "generator_A2B", "A2B", 16)
+    weights = gen / "model.safetensors"
+    if case == "missing":
+        gen = tmp_path / "nope"
+    elif case == "config_only":
+        weights.unlink()
+    else:
+        weights.write_bytes(weights.read_bytes()[: weights.stat().st_size // 2])
+    images = make_domains(tmp_path / "data", num_a=1, num_b=1) / "trainA"
+    line = user_error(translate, ["--generator", str(gen), "--input_dir", str(images), "--output_dir",
+                                  str(tmp_path / "out")], capsys)
+    assert match in line and not (tmp_path / "out").exists()
+
+
+def test_a_translator_with_non_finite_weights_is_not_exported(tmp_path):
+    from gan_accel.errors import UserError
+
+    G = ResnetGenerator(1, 4, 1)
+    next(G.parameters()).data.view(-1)[0] = float("nan")
+    with pytest.raises(UserError, match="not exporting .*not finite"):
+        save_translator(G, tmp_path / "generator_A2B", "A2B", 16)
+    assert not (tmp_path / "generator_A2B").exists()
