@@ -15,6 +15,7 @@ from typing import Optional, Sequence
 
 from gan_accel.config import check_choice, check_positive, choice, parse_config
 from gan_accel.data import DATASETS, load_image_data
+from gan_accel.device import check_device
 from gan_accel.errors import ConfigError, UserError, cli_entry
 from gan_accel.metrics import FEATURE_EXTRACTORS, GANEvaluator, format_result
 
@@ -53,6 +54,7 @@ class EvalArguments:
             raise ConfigError(f"--channels must be 1 or 3; got {self.channels}")
         if not 0.0 <= self.min_classifier_accuracy <= 1.0:
             raise ConfigError(f"--min_classifier_accuracy must be in [0, 1]; got {self.min_classifier_accuracy}")
+        check_device(self.device)
 
 
 @cli_entry

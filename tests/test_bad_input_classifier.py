@@ -111,6 +111,11 @@ CASES = [
      "--output_file {tmp}/notes.txt/p.csv: cannot write it"),
     ("predict: output is a folder", "predict", ["--model", "{model}", "--text", "a", "--output_file", "{tmp}/d.csv"],
      {"d.csv/keep.txt": "mine"}, "--output_file {tmp}/d.csv: exists and is not a writable file"),
+    ("predict: output is the input", "predict", ["--model", "{model}", "--input_file", "{train}", "--output_file", "{train}"],
+     {}, "--output_file {train}: is the same as --input_file {train}"),
+    ("predict: output is the input via ..", "predict",
+     ["--model", "{model}", "--input_file", "{train}", "--output_file", "{tmp}/out/../data/train.csv"], {},
+     "is the same as --input_file {train}"),
     ("predict: batch size", "predict", ["--model", "{model}", "--text", "a", "--batch_size", "0"], {}, "--batch_size must be > 0"),
     # ---- make_tiny_model.py ------------------------------------------------------------------
     ("tiny: missing corpus", "make_tiny_model", ["--train_file", "{tmp}/nope.csv", "--output_dir", "{out}"], {},

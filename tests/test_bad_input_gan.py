@@ -164,8 +164,13 @@ def test_sample_gan_bad_input(exports, tmp_path, capsys, case):
     (["--image_size", "32"], "--image_size 32: the generator in"),       # the generator is 16 px
     (["--channels", "3"], "--channels 3: the generator in"),             # and grey
     (["--num_images", "1"], "--num_images must be >= 2"),
+    (["--device", "cuda"], "--device cuda: no such device on this machine; this machine has: cpu"),
+    (["--device", "cuda:3"], "--device cuda:3: no such device on this machine; this machine has: cpu"),
+    (["--device", "gpu"], "--device gpu: not a device name; this machine has: cpu"),
 ])
-def test_evaluate_gan_refuses_conflicts_at_once(exports, tmp_path, capsys, flags, match):
+def test_evaluate_gan_refuses_conflicts_at_once(exports, tmp_path, capsys, monkeypatch, flags, match):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)  # this machine as one without a GPU
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 0)
     before = snapshot(tmp_path, exports)
     argv = [*gen(exports), "--cache_dir", str(tmp_path / "cache"), "--output_dir", str(tmp_path / "eval"), *flags]
     line = one_line_error(SCRIPTS["evaluate_gan"], argv, capsys)

@@ -29,7 +29,7 @@ from .decode import decode_all
 
 log = logging.getLogger(__name__)
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2   # 2: EXIF orientation applied; full hashes of every file
 TAIL_BYTES = 1 << 16   # the block whose hash catches a file cut short and padded back to size
 
 

@@ -17,7 +17,7 @@ from typing import List, Optional, Tuple
 import numpy as np
 import torch
 import torch.nn.functional as F
-from PIL import Image
+from PIL import Image, ImageOps
 
 from ..errors import UserError
 
@@ -25,6 +25,7 @@ log = logging.getLogger(__name__)
 
 DATASETS = ("digits", "folder", "mnist", "fashion_mnist", "cifar10", "imagefolder", "hub")  # the last two: gan_accel.data.hf
 IMAGE_EXTENSIONS = (".png", ".jpg", ".jpeg", ".bmp", ".webp")
+ORIENTATION_TAG = 0x0112  # EXIF Orientation: 1 upright, 2-8 mirrored and/or rotated
 
 
 @dataclass
@@ -180,7 +181,11 @@ def folder_files(data_dir: Optional[str]) -> Tuple[Path, List[Path], Optional[Li
 def decode_pil(img, image_size: int, channels: int) -> Tuple[torch.Tensor, bool]:
     """One PIL image -> uint8 ``[1, channels, S, S]`` and whether it had to be upscaled. Every
     path (in memory, the decode cache, streaming, Hugging Face datasets) decodes through here,
-    so they all give the same pixels."""
+    so they all give the same pixels, upright: a camera's EXIF orientation is applied here (Hugging
+    Face ``datasets`` applies it when it decodes a row; applying it twice is harmless, since the
+    transposed image carries no orientation tag)."""
+    if img.getexif().get(ORIENTATION_TAG, 1) != 1:
+        img = ImageOps.exif_transpose(img)
     arr = _pil_to_array(img, channels)
     t = torch.from_numpy(arr.copy()).permute(2, 0, 1).unsqueeze(0)
     return _finish(t, image_size, channels), min(arr.shape[:2]) < image_size

