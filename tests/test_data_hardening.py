@@ -1,6 +1,7 @@
 """Data paths under odd input: EXIF orientation on every decode path, file names that are not
 UTF-8, a stray image beside class folders, a broken metrics.jsonl line, a worker's error, and
 the decode cache's full-content hashes."""
+import os
 from pathlib import Path
 
 import numpy as np
@@ -39,3 +40,27 @@ def test_exif_orientation_is_applied_on_every_path(tmp_path):
     translate_folder(torch.nn.Identity(), tmp_path / "photos", tmp_path / "out", 32, 3)
     translated = np.array(Image.open(tmp_path / "out" / "camera.jpg").convert("RGB"))
     assert_upright(torch.from_numpy(translated).permute(2, 0, 1))
+
+
+def open_folder(root, cache, **kw):
+    from gan_accel.data.source import open_image_source
+    from gan_accel.gan.config import GANDataArguments
+
+    args = GANDataArguments(dataset="folder", data_dir=str(root), image_size=16, channels=3, data_cache_dir=str(cache),
+                            data_decode_workers=0, **kw)
+    return open_image_source(args, CPU, print_fn=lambda *a: None, show_progress=False)
+
+
+def test_file_names_that_are_not_utf8_are_cached(tmp_path):
+    from data_fixtures import make_folder
+
+    root = make_folder(tmp_path / "images", per_class=3)
+    odd = Path(os.fsdecode(bytes(root / "cats") + b"/bad\xff\xfename.png"))
+    try:
+        (root / "cats" / "000.png").rename(odd)
+    except (OSError, UnicodeError):
+        pytest.skip("this file system refuses file names that are not UTF-8")
+    first = open_folder(root, tmp_path / "cache")
+    again = open_folder(root, tmp_path / "cache")
+    assert len(first) == 6 and first.labels.tolist() == [0, 0, 0, 1, 1, 1]
+    assert again.cache.path == first.cache.path and torch.equal(again.images, first.images)

@@ -48,7 +48,9 @@ def folder_key(root: Path, files: Sequence[Path], labels: Optional[Sequence[int]
     for i, path in enumerate(files):
         st = os.stat(path)
         label = labels[i] if labels is not None else -1
-        h.update(f"{os.path.relpath(path, root)}\0{st.st_size}\0{st.st_mtime_ns}\0{label}\n".encode())
+        # fsencode: a file name that is not valid UTF-8 comes back as its original bytes, where
+        # str.encode() would refuse the surrogates Python decodes such names to.
+        h.update(os.fsencode(os.path.relpath(path, root)) + f"\0{st.st_size}\0{st.st_mtime_ns}\0{label}\n".encode())
     return h.hexdigest()
 
 
