@@ -69,6 +69,13 @@ def flat_folder(tmp):
     return ["--data_dir", str(tmp / "flat")]
 
 
+def classes_and_a_stray(tmp):
+    for name in ("cats", "dogs"):
+        write_png(tmp / "classes" / name / "a.png", np.zeros((16, 16), dtype=np.uint8), mode="L")
+    write_png(tmp / "classes" / "stray.png", np.zeros((16, 16), dtype=np.uint8), mode="L")
+    return ["--data_dir", str(tmp / "classes")]
+
+
 def config_file(text):
     def make(tmp):
         (tmp / "c.yaml").write_text(text)
@@ -115,6 +122,10 @@ TRAIN_CASES = {
     "data_dir unset": (["--dataset", "folder"], "--dataset folder needs --data_dir"),
     "only corrupt images": (lambda tmp: ["--dataset", "folder", *corrupt_folder(tmp)], "none of the 3 image files could be read"),
     "conditional unlabelled": (lambda tmp: ["--dataset", "folder", *flat_folder(tmp), "--conditional"], "--conditional needs labelled data"),
+    "conditional with a stray image": (lambda tmp: ["--dataset", "folder", *classes_and_a_stray(tmp), "--conditional"],
+                                       "has class sub-folders (cats, dogs) but also 1 image(s) at its top level"),
+    "stray image named": (lambda tmp: ["--dataset", "folder", *classes_and_a_stray(tmp), "--conditional"],
+                          "classes/stray.png), so it is read unlabelled; move them into a class sub-folder"),
     "mnist missing": (lambda tmp: ["--dataset", "mnist", "--data_dir", str(tmp / "mnist")], "--download"),
 }
 

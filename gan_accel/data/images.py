@@ -128,21 +128,42 @@ def _pil_to_array(img, channels: int) -> np.ndarray:
     return arr[:, :, None] if arr.ndim == 2 else arr
 
 
-def _list_folder(root: Path) -> Tuple[List[Path], Optional[List[int]], List[str]]:
-    def images_under(p: Path) -> List[Path]:
-        return sorted(q for q in p.rglob("*") if q.suffix.lower() in IMAGE_EXTENSIONS and q.is_file())
+def _images_under(folder: Path) -> List[Path]:
+    return sorted(q for q in folder.rglob("*") if q.suffix.lower() in IMAGE_EXTENSIONS and q.is_file())
 
+
+def _top_level_images(root: Path) -> List[Path]:
+    return sorted(q for q in root.iterdir() if q.is_file() and q.suffix.lower() in IMAGE_EXTENSIONS)
+
+
+def _class_folders(root: Path) -> List[Tuple[Path, List[Path]]]:
+    """The first-level sub-folders holding images, with their images."""
     subdirs = sorted(d for d in root.iterdir() if d.is_dir() and not d.name.startswith("."))
-    top_files = [q for q in root.iterdir() if q.is_file() and q.suffix.lower() in IMAGE_EXTENSIONS]
-    labelled = [(d, images_under(d)) for d in subdirs]
-    labelled = [(d, files) for d, files in labelled if files]
-    if labelled and not top_files:
+    labelled = [(d, _images_under(d)) for d in subdirs]
+    return [(d, files) for d, files in labelled if files]
+
+
+def unlabelled_reason(root: Path) -> str:
+    """Why a folder read without labels has none, for an error that needs them: a stray image at
+    the top level turns a folder of class sub-folders into an unlabelled one."""
+    classes = [d.name for d, _ in _class_folders(root)]
+    strays = _top_level_images(root)
+    if not (classes and strays):
+        return "has no class sub-folders"
+    return (f"has class sub-folders ({', '.join(classes[:4])}{', ...' if len(classes) > 4 else ''}) but also "
+            f"{len(strays)} image(s) at its top level ({strays[0]}{', ...' if len(strays) > 1 else ''}), so it is read "
+            "unlabelled; move them into a class sub-folder or out of the folder")
+
+
+def _list_folder(root: Path) -> Tuple[List[Path], Optional[List[int]], List[str]]:
+    labelled = _class_folders(root)
+    if labelled and not _top_level_images(root):
         # torchvision ImageFolder convention: one first-level sub-folder per class.
         class_names = [d.name for d, _ in labelled]
         files = [f for _, fs in labelled for f in fs]
         labels = [i for i, (_, fs) in enumerate(labelled) for _ in fs]
         return files, labels, class_names
-    return images_under(root), None, []
+    return _images_under(root), None, []
 
 
 # What PIL raises for a file that is not a readable image; such files are skipped and counted.
