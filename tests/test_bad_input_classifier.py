@@ -92,7 +92,7 @@ CASES = [
      {"c.yaml": "learning_rate: .nan\n"}, "c.yaml: --learning_rate must be a finite number; got nan"),
     ("YAML unknown key", "train_classifier", ["--config", "{tmp}/c.yaml", "--train_file", "{train}", *TRAIN],
      {"c.yaml": "learning_rat: 0.1\n"}, "c.yaml: unknown key(s) learning_rat"),
-    ("unknown flag", "train_classifier", ["--train_file", "{train}", *TRAIN, "--lr", "1"], {}, "['--lr', '1']"),
+    ("unknown flag", "train_classifier", ["--train_file", "{train}", *TRAIN, "--lr", "1"], {}, "unknown flag --lr"),
     # ---- predict.py ------------------------------------------------------------------------------
     ("predict: no model folder", "predict", ["--model", "{tmp}/nope", "--text", "a"], {}, "--model {tmp}/nope: no such folder"),
     ("predict: not a classifier folder", "predict", ["--model", "{tmp}/m", "--text", "a"], {"m/notes.txt": "x"},

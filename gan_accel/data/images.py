@@ -219,7 +219,7 @@ def decode_image_file(path, image_size: int, channels: int) -> Tuple[torch.Tenso
         return decode_pil(img, image_size, channels)
 
 
-def _load_folder(data_dir: Optional[str], image_size: int, channels: int) -> ImageData:
+def _load_folder(data_dir: Optional[str], image_size: int, channels: int, size_flag: Optional[str] = None) -> ImageData:
     root, files, labels, class_names = folder_files(data_dir)
     arrays, kept, skipped, small = [], [], 0, 0
     for i, path in enumerate(files):
@@ -237,19 +237,22 @@ def _load_folder(data_dir: Optional[str], image_size: int, channels: int) -> Ima
     if skipped:
         log.warning("%d of %d image files under %s were unreadable and skipped", skipped, len(files), data_dir)
     if small:
-        log.warning("%d images under %s are smaller than --image_size %d and were upscaled", small, data_dir, image_size)
+        log.warning("%d images under %s are smaller than %s and were upscaled", small, data_dir,
+                    size_flag or f"--image_size {image_size}")
     label_tensor = torch.tensor([labels[i] for i in kept], dtype=torch.int64) if labels is not None else None
     return ImageData(torch.cat(arrays), label_tensor, class_names, name=f"folder:{root}", skipped_files=skipped)
 
 
 def load_image_data(dataset: str, data_dir: Optional[str] = None, image_size: int = 32, channels: int = 1,
-                    download: bool = False) -> ImageData:
-    """Load a whole dataset as uint8 ``[N, channels, image_size, image_size]`` on the CPU."""
+                    download: bool = False, size_flag: Optional[str] = None) -> ImageData:
+    """Load a whole dataset as uint8 ``[N, channels, image_size, image_size]`` on the CPU.
+    ``size_flag`` is how warnings name ``image_size`` when the user did not pass it as such (default
+    ``--image_size N``)."""
     if dataset == "digits":
         images, labels = _load_digits()
         return ImageData(_finish(images, image_size, channels), labels, [str(i) for i in range(10)], name="digits")
     if dataset == "folder":
-        return _load_folder(data_dir, image_size, channels)
+        return _load_folder(data_dir, image_size, channels, size_flag)
     if dataset in ("mnist", "fashion_mnist", "cifar10"):
         images, labels, classes = _load_torchvision(dataset, data_dir, download)
         return ImageData(_finish(images, image_size, channels), labels, classes, name=dataset)
