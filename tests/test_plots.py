@@ -73,7 +73,7 @@ def test_plot_run_help(capsys):
 def test_a_plotting_error_is_a_warning(tmp_path, monkeypatch):
     write_metrics(tmp_path, [{"step": 1, "loss/D": 1.0}])
 
-    def broken(run_dir):
+    def broken(run_dir, warn=None):
         raise RuntimeError("no fonts")
 
     monkeypatch.setattr(plots, "plot_metrics", broken)
