@@ -11,6 +11,7 @@ from PIL import Image
 
 from gan_accel.data import load_image_data
 from gan_accel.data.decode import FolderImages
+from helpers import load_script
 
 CPU = torch.device("cpu")
 
@@ -64,3 +65,32 @@ def test_file_names_that_are_not_utf8_are_cached(tmp_path):
     again = open_folder(root, tmp_path / "cache")
     assert len(first) == 6 and first.labels.tolist() == [0, 0, 0, 1, 1, 1]
     assert again.cache.path == first.cache.path and torch.equal(again.images, first.images)
+
+
+def test_a_file_deleted_during_a_streamed_run_is_one_line(tmp_path):
+    """--data_cache_dir none: the folder is listed at the start and decoded by the workers, batch
+    by batch; a file gone by then is the worker's one-line message, without its traceback."""
+    from data_fixtures import make_folder
+    from gan_accel.data import ResumableSampler
+    from gan_accel.errors import UserError
+
+    root = make_folder(tmp_path / "images", per_class=8)
+    source = open_folder(root, "none", data_in_memory="no")
+    (root / "cats" / "003.png").unlink()
+    loader = source.make_loader(16, ResumableSampler(len(source), seed=0), 1, CPU)
+    with pytest.raises(UserError) as info:
+        list(loader)
+    message = str(info.value)
+    assert message.startswith(f"{root / 'cats' / '003.png'}: unreadable image") and "\n" not in message, message
+
+
+def test_a_corrupt_file_in_a_streamed_run_is_one_line(tmp_path, capsys):
+    from data_fixtures import FOLDER_GAN, make_folder
+    from run_fixtures import user_error
+
+    root = make_folder(tmp_path / "images", per_class=8)
+    (root / "dogs" / "zz.png").write_bytes(b"not a png")
+    argv = [*FOLDER_GAN, "--data_dir", str(root), "--data_cache_dir", "none", "--data_in_memory", "no",
+            "--dataloader_num_workers", "1", "--max_steps", "3", "--output_dir", str(tmp_path / "run")]
+    line = user_error(load_script("train_gan").main, argv, capsys, bar="gan")
+    assert f"{root / 'dogs' / 'zz.png'}: unreadable image" in line
