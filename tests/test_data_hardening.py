@@ -47,7 +47,8 @@ def open_folder(root, cache, **kw):
     from gan_accel.data.source import open_image_source
     from gan_accel.gan.config import GANDataArguments
 
-    args = GANDataArguments(dataset="folder", data_dir=str(root), image_size=16, channels=3, data_cache_dir=str(cache),
+    kw.setdefault("image_size", 16)
+    args = GANDataArguments(dataset="folder", data_dir=str(root), channels=3, data_cache_dir=str(cache),
                             data_decode_workers=0, **kw)
     return open_image_source(args, CPU, print_fn=lambda *a: None, show_progress=False)
 
@@ -94,3 +95,57 @@ def test_a_corrupt_file_in_a_streamed_run_is_one_line(tmp_path, capsys):
             "--dataloader_num_workers", "1", "--max_steps", "3", "--output_dir", str(tmp_path / "run")]
     line = user_error(load_script("train_gan").main, argv, capsys, bar="gan")
     assert f"{root / 'dogs' / 'zz.png'}: unreadable image" in line
+
+
+def overwrite_start_keep_mtime(entry):
+    """100,000 bytes at the start of images.u8 overwritten, its modification time put back."""
+    path = entry / "images.u8"
+    st = os.stat(path)
+    with open(path, "r+b") as f:
+        f.write(np.random.default_rng(0).integers(0, 255, 100_000, dtype=np.uint8).tobytes())
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+
+
+def flip_one_byte(entry):
+    path = entry / "images.u8"
+    data = bytearray(path.read_bytes())
+    data[len(data) // 3] ^= 0xFF
+    path.write_bytes(bytes(data))
+
+
+def shift_labels(entry):
+    labels = np.load(entry / "labels.npy")
+    np.save(entry / "labels.npy", np.roll(labels, 1))
+
+
+def reverse_class_names(entry):
+    import json
+
+    meta = json.loads((entry / "meta.json").read_text())
+    meta["class_names"] = meta["class_names"][::-1]
+    (entry / "meta.json").write_text(json.dumps(meta, indent=1))
+
+
+DAMAGE = {
+    "start of images.u8 overwritten, mtime kept": overwrite_start_keep_mtime,
+    "one byte flipped mid-file": flip_one_byte,
+    "labels.npy shifted": shift_labels,
+    "class_names reversed in meta.json": reverse_class_names,
+}
+
+
+@pytest.mark.parametrize("damage", list(DAMAGE))
+def test_a_damaged_cache_entry_fails_its_hash_and_is_rebuilt(tmp_path, capsys, damage):
+    """images.u8 here is 40 x 3 x 64 x 64 = 480 KB, well past the last 64 KiB that the former
+    check hashed."""
+    from data_fixtures import make_folder
+
+    root = make_folder(tmp_path / "images", per_class=20)
+    first = open_folder(root, tmp_path / "cache", image_size=64)
+    DAMAGE[damage](first.cache.path)
+    capsys.readouterr()
+    again = open_folder(root, tmp_path / "cache", image_size=64)
+    assert "does not match its recorded hash" in capsys.readouterr().out
+    fresh = load_image_data("folder", str(root), image_size=64, channels=3)
+    assert torch.equal(again.images, fresh.images) and torch.equal(again.labels, fresh.labels)
+    assert again.class_names == fresh.class_names
