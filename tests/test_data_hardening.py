@@ -43,6 +43,21 @@ def test_exif_orientation_is_applied_on_every_path(tmp_path):
     assert_upright(torch.from_numpy(translated).permute(2, 0, 1))
 
 
+def test_exif_orientation_through_datasets_imagefolder(tmp_path, monkeypatch):
+    """The reference: `datasets` applies the orientation itself; applying it again must not turn
+    the image a second time."""
+    datasets = pytest.importorskip("datasets")
+    from gan_accel.data.source import open_image_source
+    from gan_accel.gan.config import GANDataArguments
+
+    monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", str(tmp_path / "hf"))
+    exif_rotated_jpeg(tmp_path / "photos" / "camera.jpg")
+    args = GANDataArguments(dataset="imagefolder", data_dir=str(tmp_path / "photos"), image_size=32, channels=3,
+                            data_cache_dir="none", data_decode_workers=0, data_in_memory="yes")
+    source = open_image_source(args, CPU, print_fn=lambda *a: None, show_progress=False)
+    assert_upright(source.images[0])
+
+
 def open_folder(root, cache, **kw):
     from gan_accel.data.source import open_image_source
     from gan_accel.gan.config import GANDataArguments
