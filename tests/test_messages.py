@@ -1,6 +1,7 @@
 """Messages that must say what is true: the closest flag to a typo, a --config that is a folder,
 the --image_size the user passed in the upscale warning, and what a diverged run leaves behind."""
 import logging
+import re
 
 import pytest
 
@@ -47,5 +48,18 @@ def test_a_diverged_run_without_a_checkpoint_does_not_claim_one(tmp_path, capsys
 def test_the_guard_names_the_checkpoint_it_keeps(tmp_path):
     kept = tmp_path / "checkpoints" / "step_00000006"
     guard = NonFiniteGuard(TrainState(), 1, latest_checkpoint=lambda: kept)
-    with pytest.raises(NonFiniteError, match=f"the last finite checkpoint {kept} is kept"):
+    with pytest.raises(NonFiniteError, match=re.escape(f"the last finite checkpoint is kept ({kept})")):
         guard.record(False)
+
+
+def test_non_finite_weights_before_any_checkpoint_do_not_claim_one(tmp_path):
+    import torch
+
+    from test_gan_train import trainer
+
+    t = trainer(tmp_path / "run", 2)
+    with torch.no_grad():
+        next(t.engine.nets.G.parameters()).view(-1)[0] = float("inf")
+    with pytest.raises(NonFiniteError, match="before any checkpoint was written") as info:
+        t.engine.save_checkpoint()
+    assert "is kept" not in str(info.value)

@@ -22,6 +22,13 @@ def grads_finite(module: torch.nn.Module) -> torch.Tensor:
     return all_finite(p.grad for p in module.parameters() if p.grad is not None)
 
 
+def what_is_kept(latest: Optional[Path]) -> str:
+    """How a stopped run's message ends, true whether or not a checkpoint was written before."""
+    if latest is None:
+        return "before any checkpoint was written"
+    return f"and the last finite checkpoint is kept ({latest})"
+
+
 class NonFiniteGuard:
     """Counts skipped updates on a :class:`TrainState`; raises after ``max_streak`` in a row.
 
@@ -66,10 +73,7 @@ class NonFiniteGuard:
     def _what_is_kept(self) -> str:
         if self.latest_checkpoint is None:
             return "the run stopped"
-        latest = self.latest_checkpoint()
-        if latest is None:
-            return "the run stopped before any checkpoint was written"
-        return f"the run stopped and the last finite checkpoint {latest} is kept"
+        return f"the run stopped {what_is_kept(self.latest_checkpoint())}"
 
     def check(self, what: str = "gradients") -> None:
         """Read the device counts back (one host sync) and stop the run if the streak is too long."""
