@@ -165,7 +165,8 @@ def parse_config(types: Tuple[Type, ...], argv: Optional[Sequence[str]], descrip
             if action.dest in values:
                 action.required = False
     try:
-        parsed = parser.parse_args_into_dataclasses(args=list(argv) if argv is not None else None, return_remaining_strings=True)
+        parsed = parser.parse_args_into_dataclasses(args=list(argv) if argv is not None else None,
+                                                    return_remaining_strings=True)
     except (TypeError, ValueError) as err:
         if isinstance(err, UserError):
             raise

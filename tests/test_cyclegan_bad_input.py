@@ -152,11 +152,13 @@ def nested_input(tmp):
 TRANSLATE_CASES = {
     "output is the input": (lambda tmp: [str(tmp / "data/trainA"), str(tmp / "data/trainA"), "--overwrite"],
                             "is the same as --input_dir"),
-    "output is the input via ..": (lambda tmp: [str(tmp / "data/trainA"), str(tmp / "data/trainB/../trainA"), "--overwrite"],
-                                   "is the same as --input_dir"),
+    "output is the input via ..": (
+        lambda tmp: [str(tmp / "data/trainA"), str(tmp / "data/trainB/../trainA"), "--overwrite"],
+        "is the same as --input_dir"),
     "output inside the input": (lambda tmp: [str(tmp / "data"), str(tmp / "data/out")], "is inside --input_dir"),
     "outputs would land in the input": (nested_input, "would be written inside --input_dir"),
-    "output is a file": (lambda tmp: [str(tmp / "data/trainA"), str(tmp / "notes.txt")], "notes.txt: is a file, not a folder"),
+    "output is a file": (lambda tmp: [str(tmp / "data/trainA"), str(tmp / "notes.txt")],
+                         "notes.txt: is a file, not a folder"),
     "output under a file": (lambda tmp: [str(tmp / "data/trainA"), str(tmp / "notes.txt/out")], "notes.txt is a file"),
     "device cuda without a GPU": (lambda tmp: [str(tmp / "data/trainA"), str(tmp / "new"), "--device", "cuda"],
                                   "--device cuda: no such device on this machine; this machine has: cpu"),

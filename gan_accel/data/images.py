@@ -150,9 +150,11 @@ def unlabelled_reason(root: Path) -> str:
     strays = _top_level_images(root)
     if not (classes and strays):
         return "has no class sub-folders"
-    return (f"has class sub-folders ({', '.join(classes[:4])}{', ...' if len(classes) > 4 else ''}) but also "
-            f"{len(strays)} image(s) at its top level ({strays[0]}{', ...' if len(strays) > 1 else ''}), so it is read "
-            "unlabelled; move them into a class sub-folder or out of the folder")
+    more_classes = ", ..." if len(classes) > 4 else ""
+    more_strays = ", ..." if len(strays) > 1 else ""
+    return (f"has class sub-folders ({', '.join(classes[:4])}{more_classes}) but also {len(strays)} image(s) at its "
+            f"top level ({strays[0]}{more_strays}), so it is read unlabelled; move them into a class sub-folder or "
+            "out of the folder")
 
 
 def _list_folder(root: Path) -> Tuple[List[Path], Optional[List[int]], List[str]]:
@@ -219,7 +221,8 @@ def decode_image_file(path, image_size: int, channels: int) -> Tuple[torch.Tenso
         return decode_pil(img, image_size, channels)
 
 
-def _load_folder(data_dir: Optional[str], image_size: int, channels: int, size_flag: Optional[str] = None) -> ImageData:
+def _load_folder(data_dir: Optional[str], image_size: int, channels: int,
+                 size_flag: Optional[str] = None) -> ImageData:
     root, files, labels, class_names = folder_files(data_dir)
     arrays, kept, skipped, small = [], [], 0, 0
     for i, path in enumerate(files):

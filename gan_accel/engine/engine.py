@@ -255,8 +255,9 @@ class Engine:
         for fn in self.before_save_fns:
             fn()
         if not self.weights_finite():
-            raise NonFiniteError(f"weights became non-finite at step {self.state.step}; no checkpoint was written: the run "
-                                 f"stopped {what_is_kept(self.run.checkpoints.latest())}. Lower the learning rates.")
+            raise NonFiniteError(f"weights became non-finite at step {self.state.step}; no checkpoint was written: "
+                                 f"the run stopped {what_is_kept(self.run.checkpoints.latest())}. "
+                                 "Lower the learning rates.")
         return self.run.save(write_extra=self._write_checkpoint_files)
 
     save = save_checkpoint  # the name of the first published API

@@ -38,7 +38,8 @@ class NonFiniteGuard:
     :meth:`check` (at logging and checkpoint time) reads them and raises if the streak is too long.
     """
 
-    def __init__(self, state, max_streak: int, latest_checkpoint: Optional[Callable[[], Optional[Path]]] = None) -> None:
+    def __init__(self, state, max_streak: int,
+                 latest_checkpoint: Optional[Callable[[], Optional[Path]]] = None) -> None:
         self.state = state
         self.max_streak = max_streak
         # Says what the stop leaves behind: the newest complete checkpoint, or None before any.

@@ -44,8 +44,9 @@ def read_series(metrics_path: Path, warn: Optional[Callable[[str], None]] = None
                 series[key][1].append(value)
     if undecodable and warn is not None and str(metrics_path) not in _REPORTED_UNDECODABLE:
         _REPORTED_UNDECODABLE.add(str(metrics_path))
-        warn(f"warning: {metrics_path}: skipped {len(undecodable)} line(s) that are not valid UTF-8 "
-             f"(line {', '.join(map(str, undecodable[:5]))}{', ...' if len(undecodable) > 5 else ''}); plotted the rest")
+        lines = ", ".join(map(str, undecodable[:5])) + (", ..." if len(undecodable) > 5 else "")
+        warn(f"warning: {metrics_path}: skipped {len(undecodable)} line(s) that are not valid UTF-8 (line {lines}); "
+             "plotted the rest")
     return dict(series)
 
 
