@@ -9,7 +9,7 @@ shared across classes (``Return``, ``object``, ``the``...) and no single cue wor
 the synthetic sentiment corpus, and it ships with every Python. The examples depend on the
 Python version (3.11 here); ``make_corpus`` prints the counts.
 
-    python -m gan_accel.classifier.stdlib_corpus --output_dir data/stdlib
+    python -m benchmarks.stdlib_corpus --output_dir data/stdlib
 """
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Dict, List, Optional
 
 from .docstrings import DEFINITIONS, TEST_FOLDERS, file_docstrings
-from .synthetic import write_rows
+from gan_accel.classifier.synthetic import write_rows
 
 FAMILIES: Dict[str, tuple] = {
     "gui": ("tkinter", "idlelib", "turtle", "turtledemo"),
