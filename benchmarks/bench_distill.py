@@ -6,7 +6,6 @@ and labels-only, same budget) and the --cache_teacher_logits speed-up, in one ru
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Optional, Sequence
 

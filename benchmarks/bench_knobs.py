@@ -6,7 +6,6 @@ Adam/AdamW/Adafactor, 2 processes, LocalSGD) on the classifier path: one process
 from __future__ import annotations
 
 import json
-import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path

@@ -56,9 +56,10 @@ def default_setup(corpus: str, **overrides) -> ClassifierBenchSetup:
 
 def make_inputs(setup: ClassifierBenchSetup, folder: Path) -> Dict[str, Path]:
     """The corpus (train.csv, validation.jsonl) and the tiny model on its vocabulary (offline)."""
-    from .docstrings import make_docstring_corpus
     from gan_accel.classifier.synthetic import make_corpus
     from gan_accel.classifier.tiny import TinyModelArguments, make_tiny_model
+
+    from .docstrings import make_docstring_corpus
 
     data = Path(folder) / "data"
     if setup.corpus == "docstrings":

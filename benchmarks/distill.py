@@ -125,6 +125,7 @@ def cache_speedup(args: DistillBenchArguments, data_args, teacher: Path, seed: i
 
 def run_bench(args: DistillBenchArguments) -> dict:
     from gan_accel.classifier.config import ClassifierDataArguments
+
     from .stdlib_corpus import make_corpus
 
     set_threads(args.threads)

@@ -6,8 +6,6 @@ import shutil
 import time
 from pathlib import Path
 
-import torch
-
 from .common import summary, synchronize
 
 

@@ -4,7 +4,7 @@
 # steps counted per optimizer; images/s of each; with 2 GPUs or more, a real FSDP2 run of the
 # engine's per-network prepare plan (not run yet: no multi-GPU machine so far). Figures go to $OUT (default gpu_check_out/).
 #
-#     bash scripts/gpu_check.sh            # then copy the summary into the README (Performance)
+#     bash scripts/gpu_check.sh            # then copy the summary into docs/benchmarks.md
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PY:-.venv/bin/python}

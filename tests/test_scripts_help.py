@@ -4,7 +4,6 @@ argparse %-formats every help string, so a bare ``%`` in a field's help (``~30% 
 ``--help`` itself into an error while every argument error says "run with --help".
 """
 import importlib
-import sys
 from pathlib import Path
 
 import pytest
