@@ -83,8 +83,30 @@ def test_real_images_score_near_the_floor_and_noise_far_above(evaluator, digits)
     assert real_like["eval/num_generated"] == NUM_IMAGES
     assert 2 <= real_like["eval/num_floor"] <= NUM_IMAGES
     expected = {"eval/fid", "eval/kid_mean", "eval/kid_std", "eval/fid_floor", "eval/kid_floor_mean",
-                "eval/classes_covered", "eval/coverage_kl", "eval/classifier_accuracy"}
+                "eval/classes_covered", "eval/coverage_kl", "eval/classifier_accuracy", "eval/precision",
+                "eval/recall", "eval/density", "eval/coverage", "eval/fid_ci_low", "eval/fid_ci_high",
+                "eval/precision_ci_low", "eval/recall_ci_high", "eval/protocol_id"}
     assert expected <= set(real_like) and all(isinstance(v, float) for v in real_like.values())
+    # Fidelity and diversity, in the same domain features: real digits are inside the real
+    # manifold and cover it; uniform noise is nowhere near it.
+    assert real_like["eval/precision"] > 0.8 and real_like["eval/recall"] > 0.8 and real_like["eval/coverage"] > 0.9
+    assert noise["eval/precision"] < 0.05 and noise["eval/density"] < 0.05
+    assert real_like["eval/fid_ci_low"] <= real_like["eval/fid"] <= real_like["eval/fid_ci_high"]
+
+
+def test_every_result_carries_its_protocol(evaluator, digits):
+    from gan_accel.metrics.protocol import MUST_MATCH, protocol_id
+
+    result = evaluator.evaluate_full(RealImagesG(digits))
+    protocol = result.protocol
+    assert set(MUST_MATCH) | {"seed", "bootstrap"} <= set(protocol)
+    assert protocol["feature_extractor"] == "domain" and len(protocol["feature_weights_sha256"]) == 64
+    assert protocol["num_fake"] == NUM_IMAGES and protocol["num_real"] == evaluator.distance.num_real
+    assert protocol["real_split_size"] == len(digits) - len(evaluator.heldout_idx)
+    assert protocol["bootstrap"]["resamples"] == 20 and protocol["seed"] == 0
+    hex_id = protocol_id(protocol)
+    assert result.flat()["eval/protocol_id"] == int(hex_id, 16)
+    assert json.loads((evaluator.cache_dir / "protocol" / f"{hex_id}.json").read_text()) == protocol
 
 
 def test_collapsed_generator_covers_one_class(evaluator, digits):
@@ -95,6 +117,8 @@ def test_collapsed_generator_covers_one_class(evaluator, digits):
     out = full.flat()
     assert out["eval/classes_covered"] == 1
     assert out["eval/coverage_kl"] > 1.0
+    # Every sample looks like a real zero (precision kept) but nine classes are missed.
+    assert out["eval/precision"] > 0.8 and out["eval/recall"] < 0.3 and out["eval/coverage"] < 0.3
 
 
 def test_conditional_generator_accuracy(evaluator, digits):

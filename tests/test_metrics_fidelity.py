@@ -88,10 +88,20 @@ def test_bootstrap_intervals_bracket_the_estimate_and_leave_the_rng_alone(real):
     assert torch.equal(torch.get_rng_state(), state)
     assert set(intervals) == {"fid", "kid", "precision", "recall", "density", "coverage"}
     fid = frechet_distance(mean_and_covariance(real), fake)
-    assert intervals["fid"][0] < fid * 1.05 and intervals["fid"][1] > fid * 0.95
+    # Resampling with replacement inflates FID; the bias-corrected interval still holds the estimate.
+    assert intervals["fid"][0] <= fid <= intervals["fid"][1]
     for name in ("precision", "recall", "density", "coverage"):
         low, high = intervals[name]
         assert low <= float(terms[name].mean()) <= high, name
     assert intervals["recall"][1] - intervals["recall"][0] > 0   # a real spread, not a constant
     assert bootstrap_intervals(real, fake, terms, resamples=20, seed=0) == intervals   # seeded
     assert bootstrap_intervals(real, fake, terms, resamples=0) == {}
+
+
+def test_fid_interval_of_a_good_generator_holds_its_fid():
+    # Near FID 0 the upward bias of resampling with replacement outweighs the spread: the plain
+    # percentile interval ([0.133, 0.207] here) lies entirely above the estimate (0.112).
+    real = torch.randn(1000, DIM, generator=torch.Generator().manual_seed(0))
+    fake = torch.randn(400, DIM, generator=torch.Generator().manual_seed(5))
+    low, high = bootstrap_intervals(real, fake, resamples=20, seed=0)["fid"]
+    assert low <= frechet_distance(mean_and_covariance(real), fake) <= high

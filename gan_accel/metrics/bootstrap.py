@@ -9,6 +9,12 @@ what decides whether two runs differ. What is resampled, per metric:
   resampling the fakes would put duplicates at distance 0 and shrink the k-NN balls recall
   uses, biasing the interval low.
 
+Resampling with replacement repeats about a third of the samples, which biases FID upwards (a
+sample of 1000 with repeats has the spread of a smaller one): measured on digits, the
+percentile interval of a real-like generator lay entirely above its FID. Each interval is
+therefore shifted by the bootstrap's own estimate of that bias (mean of the resampled values
+minus the value on the original sample), the bias-corrected percentile interval.
+
 Features are reused; no image is generated or passed through a network again.
 """
 from __future__ import annotations
@@ -55,6 +61,13 @@ def percentile_interval(values: List[float], level: float = BOOTSTRAP_LEVEL) -> 
     return [float(quantiles[0]), float(quantiles[1])]
 
 
+def bias_corrected_interval(values: List[float], estimate: float, level: float = BOOTSTRAP_LEVEL) -> List[float]:
+    """The percentile interval shifted by the bootstrap bias ``mean(values) - estimate``."""
+    bias = sum(values) / len(values) - estimate
+    low, high = percentile_interval(values, level)
+    return [low - bias, high - bias]
+
+
 def bootstrap_intervals(real: torch.Tensor, fake: torch.Tensor, per_sample: Optional[Dict[str, torch.Tensor]] = None,
                         kid_subset_size: int = 100, resamples: int = BOOTSTRAP_RESAMPLES,
                         level: float = BOOTSTRAP_LEVEL, seed: int = 0) -> Dict[str, List[float]]:
@@ -70,6 +83,9 @@ def bootstrap_intervals(real: torch.Tensor, fake: torch.Tensor, per_sample: Opti
     generator = torch.Generator().manual_seed(seed)
     real_stats = mean_and_covariance(real)
     subset_size = min(kid_subset_size, real.shape[0], fake.shape[0])
+    estimates = {"fid": frechet_distance(real_stats, fake),
+                 "kid": kernel_distance(real, fake, subset_size, KID_BOOTSTRAP_SUBSETS, torch.Generator().manual_seed(seed))}
+    estimates.update({name: float(terms.mean()) for name, terms in (per_sample or {}).items()})
     draws: Dict[str, List[float]] = {"fid": [], "kid": []}
     for _ in range(resamples):
         fake_idx = torch.randint(fake.shape[0], (fake.shape[0],), generator=generator)
@@ -83,4 +99,4 @@ def bootstrap_intervals(real: torch.Tensor, fake: torch.Tensor, per_sample: Opti
             else:
                 idx = torch.randint(terms.shape[0], (terms.shape[0],), generator=generator)
             draws.setdefault(name, []).append(float(terms[idx].mean()))
-    return {name: percentile_interval(values, level) for name, values in draws.items()}
+    return {name: bias_corrected_interval(values, estimates[name], level) for name, values in draws.items()}

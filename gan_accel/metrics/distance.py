@@ -10,7 +10,7 @@ the caller's RNG.
 from __future__ import annotations
 
 import warnings
-from typing import Dict, Iterable, Optional
+from typing import Dict, Iterable, Optional, Tuple
 
 import torch
 import torch.nn as nn
@@ -111,6 +111,11 @@ class FeatureDistance:
                 setattr(self.fid, key[4:], value.to(self.device))
         self.kid.real_features = [state["kid.real_features"].to(self.device)]
         self.num_real = int(state["num_real"])
+
+    def last_features(self) -> Tuple[torch.Tensor, torch.Tensor]:
+        """``(real [N, D], fake [M, D])``: the reference features and those of the last :meth:`score`
+        call (KID keeps both), for metrics computed in the same feature space."""
+        return torch.cat(self.kid.real_features), torch.cat(self.kid.fake_features)
 
     def score(self, batches: Iterable[torch.Tensor]) -> Dict[str, float]:
         """``{"fid", "kid_mean", "kid_std", "num_images"}`` of the images in ``batches`` against the reference."""

@@ -44,16 +44,23 @@ def kth_neighbour_distance(features: torch.Tensor, k: int, chunk_size: int = CHU
                       for chunk in _row_chunks(features, chunk_size)])
 
 
-def nearest_neighbour(queries: torch.Tensor, reference: torch.Tensor,
-                      chunk_size: int = CHUNK_SIZE) -> Tuple[torch.Tensor, torch.Tensor]:
-    """``(distance [M], index [M])`` of each query's nearest reference row."""
+def k_nearest(queries: torch.Tensor, reference: torch.Tensor, k: int = 1,
+              chunk_size: int = CHUNK_SIZE) -> Tuple[torch.Tensor, torch.Tensor]:
+    """``(distances [M, k], indices [M, k])`` of each query's k nearest reference rows, nearest first."""
     reference = reference.float()
     dists, idxs = [], []
     for chunk in _row_chunks(queries.float(), chunk_size):
-        d, i = torch.cdist(chunk, reference).min(dim=1)
+        d, i = torch.cdist(chunk, reference).topk(k, dim=1, largest=False)
         dists.append(d)
         idxs.append(i)
     return torch.cat(dists), torch.cat(idxs)
+
+
+def nearest_neighbour(queries: torch.Tensor, reference: torch.Tensor,
+                      chunk_size: int = CHUNK_SIZE) -> Tuple[torch.Tensor, torch.Tensor]:
+    """``(distance [M], index [M])`` of each query's nearest reference row."""
+    distances, indices = k_nearest(queries, reference, 1, chunk_size)
+    return distances[:, 0], indices[:, 0]
 
 
 def balls_containing(queries: torch.Tensor, centres: torch.Tensor, radii: torch.Tensor,
