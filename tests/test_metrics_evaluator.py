@@ -185,15 +185,25 @@ def test_evaluate_gan_script_end_to_end(tmp_path, cache, evaluator, capsys):
     save_generator(G, tmp_path / "generator")
     script = _load_script()
     rc = script.main(["--generator", str(tmp_path / "generator"), "--dataset", "digits", "--num_images", str(NUM_IMAGES),
-                      "--cache_dir", str(cache), "--output_dir", str(tmp_path / "eval")])
+                      "--cache_dir", str(cache), "--output_dir", str(tmp_path / "eval"), "--nearest", "--nearest_rows", "5",
+                      "--bootstrap", "10"])
     assert rc == 0
     results = json.loads((tmp_path / "eval" / "eval_results.json").read_text())
     for key in ("fid", "kid_mean", "kid_std", "fid_floor", "kid_floor_mean", "kid_floor_std", "num_generated",
-                "num_reference", "num_floor", "classifier_accuracy", "classes_covered", "coverage_kl", "class_histogram"):
+                "num_reference", "num_floor", "classifier_accuracy", "classes_covered", "coverage_kl", "class_histogram",
+                "precision", "recall", "density", "coverage", "intervals", "protocol", "memorisation"):
         assert key in results, key
     assert results["num_generated"] == NUM_IMAGES and results["fid"] > results["fid_floor"]
     assert results["config"]["feature_extractor"] == "domain"
-    assert "FID" in capsys.readouterr().out
+    assert results["protocol"]["num_fake"] == NUM_IMAGES and results["protocol"]["bootstrap"]["resamples"] == 10
+    assert set(results["intervals"]) == {"fid", "kid", "precision", "recall", "density", "coverage"}
+    # An untrained generator makes blobs: nothing like a copy of a training digit.
+    assert results["memorisation"]["copying"] is False
+    from PIL import Image
+
+    assert Image.open(tmp_path / "eval" / "nearest.png").size[1] == 5 * 34 + 2   # 5 rows of 32 px + padding
+    out = capsys.readouterr().out
+    assert "FID" in out and "precision" in out and "copy rate" in out
 
 
 def test_evaluate_gan_script_errors_are_one_line(tmp_path, capsys):

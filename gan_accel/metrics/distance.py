@@ -112,10 +112,14 @@ class FeatureDistance:
         self.kid.real_features = [state["kid.real_features"].to(self.device)]
         self.num_real = int(state["num_real"])
 
+    def reference_features(self) -> torch.Tensor:
+        """The reference features ``[N, D]`` in the order they were fed (KID keeps them)."""
+        return torch.cat(self.kid.real_features)
+
     def last_features(self) -> Tuple[torch.Tensor, torch.Tensor]:
         """``(real [N, D], fake [M, D])``: the reference features and those of the last :meth:`score`
-        call (KID keeps both), for metrics computed in the same feature space."""
-        return torch.cat(self.kid.real_features), torch.cat(self.kid.fake_features)
+        call, for metrics computed in the same feature space."""
+        return self.reference_features(), torch.cat(self.kid.fake_features)
 
     def score(self, batches: Iterable[torch.Tensor]) -> Dict[str, float]:
         """``{"fid", "kid_mean", "kid_std", "num_images"}`` of the images in ``batches`` against the reference."""
