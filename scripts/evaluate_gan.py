@@ -41,7 +41,7 @@ class EvalArguments:
     inception_weights: Optional[str] = field(default=None, metadata={"help": "Inception-v3 FID weights file (weights-inception-2015-12-05-6726825d.pth)."})
     min_classifier_accuracy: float = field(default=0.9, metadata={"help": "Held-out accuracy the domain classifier must reach to be used."})
     device: str = field(default="cpu", metadata={"help": "Device for the generator and the features (cpu, cuda, cuda:1)."})
-    bootstrap: int = field(default=BOOTSTRAP_RESAMPLES, metadata={"help": "Bootstrap resamples behind each metric's 95% interval (0: no intervals)."})
+    bootstrap: int = field(default=BOOTSTRAP_RESAMPLES, metadata={"help": "Bootstrap resamples behind each metric's 95 percent interval (0: no intervals)."})
     nearest: bool = field(default=False, metadata={"help": "Memorisation check: the copy rate and OUTPUT_DIR/nearest.png, generated images beside their nearest training images (features and pixels)."})
     nearest_rows: int = field(default=16, metadata={"help": "Rows of nearest.png: the generated images closest to a training image, most suspicious first."})
     debug: bool = field(default=False, metadata={"help": "Show full tracebacks instead of one-line errors."})

@@ -122,3 +122,27 @@ def format_metrics(results: Mapping[str, Any], markdown: bool = True) -> str:
         for key, value in protocol.items():
             lines.append(f"- {key}: {value}" if markdown else f"  {key}: {value}")
     return "\n".join(lines)
+
+
+def load_result(path: str) -> Dict[str, Any]:
+    """A result file with a protocol: an ``eval_results.json`` (evaluate_gan.py) or a protocol file
+    (CACHE_DIR/protocol/<id>.json, named by ``eval/protocol_id`` in a training run's metrics.jsonl).
+    Always ``{..., "protocol": {...}}``; a :class:`UserError` in one line otherwise."""
+    from pathlib import Path
+
+    from ..errors import UserError
+
+    file = Path(path)
+    if not file.is_file():
+        what = "a folder" if file.is_dir() else "not found"
+        raise UserError(f"{path}: {what}; pass an eval_results.json written by scripts/evaluate_gan.py")
+    try:
+        data = json.loads(file.read_text())
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise UserError(f"{path}: not a JSON file ({err}); pass an eval_results.json") from None
+    if isinstance(data, dict) and "protocol_version" in data:
+        return {"protocol": data}
+    if not isinstance(data, dict) or not isinstance(data.get("protocol"), dict) or not data["protocol"]:
+        raise UserError(f"{path}: no metric protocol in it (written before protocols existed, or not an evaluation); "
+                        "re-run scripts/evaluate_gan.py on the generator")
+    return data
