@@ -14,7 +14,7 @@ COMPARE = load_script("compare_metrics").main
 
 def protocol(**changes):
     settings = dict(feature_extractor="domain", feature_weights_sha256="ab" * 32, image_size=32, channels=1,
-                    dataset="digits", data_sha256="cd" * 32, real_split="train (80% of 1797, split seed 0)",
+                    dataset="digits", data_sha256="cd" * 32, real_split="train: 1438 of 1797 images, split seed 0",
                     real_split_size=1438, num_real=1438, num_fake=1000, seed=0, k_precision_recall=3,
                     k_density_coverage=5, kid_subset_size=500, bootstrap_resamples=20, bootstrap_level=0.95)
     settings.update(changes)

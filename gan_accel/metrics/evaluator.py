@@ -26,10 +26,10 @@ from .cache import data_fingerprint, load_cached, resolve_cache_dir, save_atomic
 from .coverage import COVERAGE_MIN_SHARE_RATIO, class_coverage, conditional_accuracy
 from .distance import FeatureDistance, kid_subset_size
 from .fidelity import K_DENSITY_COVERAGE, K_PRECISION_RECALL, per_sample_scores
-from .protocol import metric_protocol, protocol_id, weights_sha256
+from .protocol import metric_protocol, protocol_id, real_data_protocol, weights_sha256
 from .domain import DomainFeatures, DomainModel, DomainTrainSettings, load_or_train_domain_model
 from .inception import load_inception_features
-from .split import SPLIT_SEED, split_indices
+from .split import split_indices
 
 log = logging.getLogger(__name__)
 
@@ -178,9 +178,7 @@ class GANEvaluator:
         self.reference_idx = ref_idx
         self.protocol_base = dict(
             feature_extractor=feature_extractor, feature_weights_sha256=weights_sha256(features),
-            image_size=int(real.images.shape[-1]), channels=int(real.images.shape[1]), dataset=real.name,
-            data_sha256=fingerprint, real_split=f"train ({1 - heldout_fraction:.0%} of {len(real)}, split seed {SPLIT_SEED})",
-            real_split_size=len(train_idx), seed=seed, k_precision_recall=k_precision_recall,
+            **real_data_protocol(real, len(train_idx), fingerprint), seed=seed, k_precision_recall=k_precision_recall,
             k_density_coverage=k_density_coverage, bootstrap_resamples=bootstrap_resamples,
             bootstrap_level=BOOTSTRAP_LEVEL,
         )

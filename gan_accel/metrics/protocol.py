@@ -49,14 +49,26 @@ def resize_path(feature_extractor: str, image_size: int) -> str:
     return f"{images}; domain classifier features at {image_size} px, no resize"
 
 
+def real_data_protocol(real, train_size: int, fingerprint: str) -> Dict[str, Any]:
+    """The real-data fields of a protocol for ``real`` (an ImageData) whose reference comes from the
+    training part (``train_size`` images) of the fixed split (gan_accel.metrics.split)."""
+    from .split import SPLIT_SEED
+
+    return {"image_size": int(real.images.shape[-1]), "channels": int(real.images.shape[1]), "dataset": real.name,
+            "data_sha256": fingerprint, "real_split": f"train: {train_size} of {len(real)} images, split seed {SPLIT_SEED}",
+            "real_split_size": train_size}
+
+
 def metric_protocol(*, feature_extractor: str, feature_weights_sha256: str, image_size: int, channels: int,
                     dataset: str, data_sha256: str, real_split: str, real_split_size: int, num_real: int,
-                    num_fake: int, seed: int, k_precision_recall: int, k_density_coverage: int,
-                    kid_subset_size: int, bootstrap_resamples: int, bootstrap_level: float) -> Dict[str, Any]:
+                    num_fake: int, seed: int, bootstrap_resamples: int, bootstrap_level: float,
+                    k_precision_recall: Optional[int] = None, k_density_coverage: Optional[int] = None,
+                    kid_subset_size: Optional[int] = None) -> Dict[str, Any]:
     """The protocol dict written beside every result (JSON-serialisable; see MUST_MATCH for what matters).
 
     num_real:  real images behind FID/KID (precision/recall use as many real as generated images).
     real_split: which part of the real data the reference comes from (the held-out part never does).
+    The k's and the KID subset size are None where those metrics are not reported.
     """
     return {
         "protocol_version": PROTOCOL_VERSION,
