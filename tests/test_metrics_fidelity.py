@@ -53,6 +53,20 @@ def test_chunking_changes_nothing(real):
     assert all(torch.equal(small[k], large[k]) for k in small)
 
 
+def test_distances_are_computed_in_bounded_chunks(real, monkeypatch):
+    shapes = []
+    cdist = torch.cdist
+
+    def recording(a, b):
+        shapes.append((a.shape[0], b.shape[0]))
+        return cdist(a, b)
+
+    monkeypatch.setattr(torch, "cdist", recording)
+    per_sample_scores(real, clusters(700, seed=6), chunk_size=128)
+    assert shapes and max(rows for rows, _ in shapes) <= 128     # at most 128 x 1000 distances at a time
+    assert sum(rows for rows, cols in shapes if cols == 1000) >= 2 * 1000   # every real row was queried
+
+
 def test_knn_radius_on_a_line():
     points = torch.tensor([[0.0], [1.0], [3.0], [6.0]])
     assert kth_neighbour_distance(points, 1).tolist() == [1.0, 1.0, 2.0, 3.0]
