@@ -2,6 +2,7 @@
 Inception error path and scripts/evaluate_gan.py."""
 import importlib.util
 import json
+import math
 import sys
 from pathlib import Path
 
@@ -107,6 +108,24 @@ def test_every_result_carries_its_protocol(evaluator, digits):
     hex_id = protocol_id(protocol)
     assert result.flat()["eval/protocol_id"] == int(hex_id, 16)
     assert json.loads((evaluator.cache_dir / "protocol" / f"{hex_id}.json").read_text()) == protocol
+
+
+class NanG(nn.Module):
+    """A diverged generator: one NaN image per batch."""
+
+    z_dim, num_classes = 4, 0
+
+    def forward(self, z, labels=None):
+        x = torch.rand(z.shape[0], 1, 32, 32) * 2 - 1
+        x[0] = float("nan")
+        return x
+
+
+def test_a_diverged_generator_scores_nan_instead_of_crashing(evaluator):
+    # Before: LAPACK's eigenvalue solver segfaulted on the NaN features, killing the training run.
+    out = evaluator.evaluate(NanG())
+    assert math.isnan(out["eval/fid"]) and math.isnan(out["eval/kid_mean"]) and math.isnan(out["eval/precision"])
+    assert "eval/fid_ci_low" not in out and out["eval/num_generated"] == NUM_IMAGES
 
 
 def test_collapsed_generator_covers_one_class(evaluator, digits):

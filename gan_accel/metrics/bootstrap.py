@@ -78,8 +78,8 @@ def bootstrap_intervals(real: torch.Tensor, fake: torch.Tensor, per_sample: Opti
     per_sample: :func:`gan_accel.metrics.fidelity.per_sample_scores` (optional), resampled as above.
     Empty when ``resamples`` is 0. Runs on its own generator: the caller's RNG does not move.
     """
-    if resamples <= 0:
-        return {}
+    if resamples <= 0 or not torch.isfinite(fake).all():
+        return {}   # non-finite features: FID's eigenvalue solver would crash (see FeatureDistance.score)
     generator = torch.Generator().manual_seed(seed)
     real_stats = mean_and_covariance(real)
     subset_size = min(kid_subset_size, real.shape[0], fake.shape[0])

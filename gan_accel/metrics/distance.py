@@ -130,6 +130,12 @@ class FeatureDistance:
         n = sum(self._update(b, real=False) for b in batches)
         if n < 2:
             raise ValueError(f"FID/KID need at least 2 images; got {n}")
+        if not torch.isfinite(torch.cat(self.kid.fake_features)).all():
+            # A diverged generator (NaN/inf images): LAPACK's eigenvalue solver behind FID crashes
+            # the whole process on non-finite input (a segfault in MKL, no exception), so score NaN,
+            # which the trainer never keeps as the best.
+            nan = float("nan")
+            return {"fid": nan, "kid_mean": nan, "kid_std": nan, "num_images": float(n)}
         self.kid.subset_size = kid_subset_size(self.num_real, n)
         fid = self.fid.compute()
         # KID draws its subsets with torch.randperm on the global CPU generator: seed it in a fork

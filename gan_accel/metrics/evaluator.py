@@ -349,8 +349,9 @@ class GANEvaluator:
         # and the first ones of the (shuffled) reference are a random subset.
         real_pr = real[: fake.shape[0]]
         terms = per_sample_scores(real_pr, fake, self.k_precision_recall, self.k_density_coverage)
+        finite = bool(torch.isfinite(fake).all())   # NaN distances would compare False and read as 0
         result.precision, result.recall, result.density, result.coverage = (
-            float(terms[name].mean()) for name in ("precision", "recall", "density", "coverage"))
+            float(terms[name].mean()) if finite else float("nan") for name in ("precision", "recall", "density", "coverage"))
         subset_size = kid_subset_size(real.shape[0], fake.shape[0])
         result.intervals = bootstrap_intervals(real, fake, terms, subset_size, self.bootstrap_resamples, seed=self.seed)
         result.protocol = metric_protocol(**self.protocol_base, num_real=real.shape[0], num_fake=fake.shape[0],
