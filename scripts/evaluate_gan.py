@@ -41,9 +41,13 @@ class EvalArguments:
     inception_weights: Optional[str] = field(default=None, metadata={"help": "Inception-v3 FID weights file (weights-inception-2015-12-05-6726825d.pth)."})
     min_classifier_accuracy: float = field(default=0.9, metadata={"help": "Held-out accuracy the domain classifier must reach to be used."})
     device: str = field(default="cpu", metadata={"help": "Device for the generator and the features (cpu, cuda, cuda:1)."})
-    bootstrap: int = field(default=BOOTSTRAP_RESAMPLES, metadata={"help": "Bootstrap resamples behind each metric's 95 percent interval (0: no intervals)."})
-    nearest: bool = field(default=False, metadata={"help": "Memorisation check: the copy rate and OUTPUT_DIR/nearest.png, generated images beside their nearest training images (features and pixels)."})
-    nearest_rows: int = field(default=16, metadata={"help": "Rows of nearest.png: the generated images closest to a training image, most suspicious first."})
+    bootstrap: int = field(default=BOOTSTRAP_RESAMPLES, metadata={
+        "help": "Bootstrap resamples behind each metric's 95 percent interval (0: no intervals)."})
+    nearest: bool = field(default=False, metadata={
+        "help": "Memorisation check: the copy rate and OUTPUT_DIR/nearest.png, generated images beside their "
+                "nearest training images (features and pixels)."})
+    nearest_rows: int = field(default=16, metadata={
+        "help": "Rows of nearest.png: the generated images closest to a training image, most suspicious first."})
     debug: bool = field(default=False, metadata={"help": "Show full tracebacks instead of one-line errors."})
 
     def __post_init__(self) -> None:
@@ -63,7 +67,8 @@ class EvalArguments:
         check_positive("bootstrap", self.bootstrap, allow_zero=True)
         check_positive("nearest_rows", self.nearest_rows)
         if self.output_dir and Path(self.output_dir).exists() and not Path(self.output_dir).is_dir():
-            raise ConfigError(f"--output_dir {self.output_dir}: is a file, not a folder; pass a folder for eval_results.json")
+            raise ConfigError(f"--output_dir {self.output_dir}: is a file, not a folder; "
+                              "pass a folder for eval_results.json")
 
 
 @cli_entry
@@ -111,7 +116,9 @@ def write_nearest(evaluator: GANEvaluator, G, rows: int, out_dir: Path) -> dict:
     grid_path = out_dir / "nearest.png"
     save_image(grid, grid_path)
     report["grid"] = str(grid_path)
-    verdict = "COPYING: many samples are nearer the training set than real held-out images" if report["copying"] else "no sign of copying"
+    verdict = "no sign of copying"
+    if report["copying"]:
+        verdict = "COPYING: many samples are nearer the training set than real held-out images"
     print(f"copy rate: {report['copy_rate_features']:.1%} in features, {report['copy_rate_pixels']:.1%} in pixels "
           f"(about {report['percentile']:g}% for fresh images of the data): {verdict}; nearest images in {grid_path}")
     return report

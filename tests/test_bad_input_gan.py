@@ -174,8 +174,8 @@ def test_evaluate_gan_refuses_conflicts_at_once(exports, tmp_path, capsys, flags
 
 
 EVALUATE_CASES = {
-    **{name: SAMPLE_CASES[name] for name in ("not an export", "missing folder", "config.json only", "truncated weights",
-                                             "run folder", "classifier folder")},
+    **{name: SAMPLE_CASES[name] for name in ("not an export", "missing folder", "config.json only",
+                                             "truncated weights", "run folder", "classifier folder")},
     "output_dir is a file": (lambda e, tmp: [*gen(e), "--output_dir", str(tmp / "notes.txt")], "--output_dir"),
     "bootstrap negative": (lambda e, tmp: [*gen(e), "--bootstrap", "-1"], "--bootstrap must be >= 0"),
     "nearest_rows zero": (lambda e, tmp: [*gen(e), "--nearest", "--nearest_rows", "0"], "--nearest_rows must be > 0"),

@@ -57,7 +57,8 @@ def test_a_generator_copying_a_tiny_set_is_flagged_a_healthy_one_is_not(evaluato
     tiny_set = to_float_images(images[evaluator.reference_idx[:16]])
     copier, grid = check_memorisation(evaluator, ImagesG(tiny_set, noise=0.01), rows=4, neighbours=2)
     assert copier["copying"] and copier["copy_rate_pixels"] > 0.9 and copier["copy_rate_features"] > 0.9
-    # One row per image: the generated image, 2 feature neighbours, 2 pixel neighbours (16 px + 2 px padding; make_grid writes RGB).
+    # One row per image: the generated image, 2 feature neighbours, 2 pixel neighbours (16 px + 2 px
+    # padding; make_grid writes RGB).
     assert grid.shape == (3, 4 * 18 + 2, 5 * 18 + 2) and 0.0 <= grid.min() and grid.max() <= 1.0
     healthy, _ = check_memorisation(evaluator, ImagesG(to_float_images(images[evaluator.heldout_idx])), rows=4)
     assert not healthy["copying"]

@@ -42,7 +42,8 @@ def test_what_makes_results_incomparable():
     assert compare_protocols(protocol(), protocol()) == (True, [], [])
     comparable, reasons, notes = compare_protocols(protocol(), protocol(num_fake=50000, feature_extractor="inception"))
     assert not comparable and notes == []
-    assert [r.split(":")[0] for r in reasons] == ["feature_extractor", "resize", "num_fake"]   # resize follows the extractor
+    # resize follows the extractor
+    assert [r.split(":")[0] for r in reasons] == ["feature_extractor", "resize", "num_fake"]
     assert "1000 vs 50000" in reasons[-1]
     comparable, reasons, notes = compare_protocols(protocol(), protocol(seed=1, bootstrap_resamples=50))
     assert comparable and reasons == [] and [n.split(":")[0] for n in notes] == ["seed", "bootstrap"]

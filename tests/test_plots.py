@@ -32,8 +32,8 @@ def test_series_keep_numbers_and_group_by_prefix(tmp_path):
 
 
 def test_precision_and_recall_get_their_own_plot():
-    keys = ["eval/fid", "eval/fid_ci_low", "eval/precision", "eval/recall_ci_high", "eval/coverage", "eval/coverage_kl",
-            "eval/density", "eval/protocol_id"]
+    keys = ["eval/fid", "eval/fid_ci_low", "eval/precision", "eval/recall_ci_high", "eval/coverage",
+            "eval/coverage_kl", "eval/density", "eval/protocol_id"]
     groups = group_by_prefix({key: ([1], [0.5]) for key in keys})
     assert set(groups["eval_fidelity"]) == {"eval/precision", "eval/recall_ci_high", "eval/coverage", "eval/density"}
     assert set(groups["eval"]) == {"eval/fid", "eval/fid_ci_low", "eval/coverage_kl"}   # class-coverage KL stays

@@ -57,7 +57,8 @@ def kernel_distance(real: torch.Tensor, fake: torch.Tensor, subset_size: int, su
 def percentile_interval(values: List[float], level: float = BOOTSTRAP_LEVEL) -> List[float]:
     """``[low, high]``: the central ``level`` share of the bootstrap values."""
     tail = (1.0 - level) / 2.0
-    quantiles = torch.quantile(torch.tensor(values, dtype=torch.float64), torch.tensor([tail, 1.0 - tail], dtype=torch.float64))
+    probabilities = torch.tensor([tail, 1.0 - tail], dtype=torch.float64)
+    quantiles = torch.quantile(torch.tensor(values, dtype=torch.float64), probabilities)
     return [float(quantiles[0]), float(quantiles[1])]
 
 
@@ -83,8 +84,9 @@ def bootstrap_intervals(real: torch.Tensor, fake: torch.Tensor, per_sample: Opti
     generator = torch.Generator().manual_seed(seed)
     real_stats = mean_and_covariance(real)
     subset_size = min(kid_subset_size, real.shape[0], fake.shape[0])
+    estimate_generator = torch.Generator().manual_seed(seed)
     estimates = {"fid": frechet_distance(real_stats, fake),
-                 "kid": kernel_distance(real, fake, subset_size, KID_BOOTSTRAP_SUBSETS, torch.Generator().manual_seed(seed))}
+                 "kid": kernel_distance(real, fake, subset_size, KID_BOOTSTRAP_SUBSETS, estimate_generator)}
     estimates.update({name: float(terms.mean()) for name, terms in (per_sample or {}).items()})
     draws: Dict[str, List[float]] = {"fid": [], "kid": []}
     for _ in range(resamples):

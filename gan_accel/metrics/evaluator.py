@@ -113,8 +113,9 @@ def format_result(result: EvalResult) -> str:
         lines.append(", ".join(shown(name) for name in ("precision", "recall", "density", "coverage")))
     if result.intervals.get("fid"):
         level = result.protocol.get("bootstrap", {}).get("level", BOOTSTRAP_LEVEL)
-        lines.append(f"{level:.0%} bootstrap interval: FID [{result.intervals['fid'][0]:.4f}, {result.intervals['fid'][1]:.4f}]"
-                     f"  KID [{result.intervals['kid'][0]:.5f}, {result.intervals['kid'][1]:.5f}]")
+        fid_low, fid_high = result.intervals["fid"]
+        kid_low, kid_high = result.intervals["kid"]
+        lines.append(f"{level:.0%} bootstrap interval: FID [{fid_low:.4f}, {fid_high:.4f}]  KID [{kid_low:.5f}, {kid_high:.5f}]")
     return "\n".join(lines)
 
 
@@ -350,10 +351,11 @@ class GANEvaluator:
         real_pr = real[: fake.shape[0]]
         terms = per_sample_scores(real_pr, fake, self.k_precision_recall, self.k_density_coverage)
         finite = bool(torch.isfinite(fake).all())   # NaN distances would compare False and read as 0
-        result.precision, result.recall, result.density, result.coverage = (
-            float(terms[name].mean()) if finite else float("nan") for name in ("precision", "recall", "density", "coverage"))
+        for name in ("precision", "recall", "density", "coverage"):
+            setattr(result, name, float(terms[name].mean()) if finite else float("nan"))
         subset_size = kid_subset_size(real.shape[0], fake.shape[0])
-        result.intervals = bootstrap_intervals(real, fake, terms, subset_size, self.bootstrap_resamples, seed=self.seed)
+        result.intervals = bootstrap_intervals(real, fake, terms, subset_size, self.bootstrap_resamples,
+                                               seed=self.seed)
         result.protocol = metric_protocol(**self.protocol_base, num_real=real.shape[0], num_fake=fake.shape[0],
                                           kid_subset_size=subset_size)
         self._save_protocol(result.protocol)

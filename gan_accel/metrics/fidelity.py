@@ -95,4 +95,5 @@ def per_sample_scores(real: torch.Tensor, fake: torch.Tensor, k_pr: int = K_PREC
 def fidelity_diversity(real: torch.Tensor, fake: torch.Tensor, k_pr: int = K_PRECISION_RECALL,
                        k_dc: int = K_DENSITY_COVERAGE, chunk_size: int = CHUNK_SIZE) -> Dict[str, float]:
     """``{"precision", "recall", "density", "coverage"}`` of fake features ``[M, D]`` against real ``[N, D]``."""
-    return {name: float(values.mean()) for name, values in per_sample_scores(real, fake, k_pr, k_dc, chunk_size).items()}
+    terms = per_sample_scores(real, fake, k_pr, k_dc, chunk_size)
+    return {name: float(values.mean()) for name, values in terms.items()}

@@ -67,7 +67,8 @@ def memorisation_report(spaces: Dict[str, Tuple[torch.Tensor, torch.Tensor, torc
     return report, nearest
 
 
-def nearest_grid(generated: torch.Tensor, train: torch.Tensor, nearest: Dict[str, torch.Tensor], rows: int) -> torch.Tensor:
+def nearest_grid(generated: torch.Tensor, train: torch.Tensor, nearest: Dict[str, torch.Tensor],
+                 rows: int) -> torch.Tensor:
     """An image grid, one row per generated image (the ``rows`` most suspicious): the image, then
     its nearest training images in feature space, then in pixel space. Float [0, 1] ``[C, H, W]``."""
     tiles = []

@@ -41,8 +41,8 @@ def weights_sha256(module: nn.Module) -> str:
 
 def resize_path(feature_extractor: str, image_size: int) -> str:
     """How real and generated images reach the feature network, in words (part of the protocol)."""
-    images = (f"real: decoded to uint8, shorter side resized to {image_size} px (bilinear, antialiased when shrinking) "
-              f"and centre-cropped; generated: {image_size} px as the generator makes them, clamped to [-1, 1]")
+    images = (f"real: decoded to uint8, shorter side resized to {image_size} px (bilinear, antialiased when "
+              f"shrinking) and centre-cropped; generated: {image_size} px as the generator makes them, clamped to [-1, 1]")
     if feature_extractor == "inception":
         return (f"{images}; both quantised to uint8, grey repeated to RGB, resized to 299x299 by torch-fidelity's "
                 "TF1-compatible bilinear (Inception-v3 pool3, 2048 features)")
@@ -55,7 +55,8 @@ def real_data_protocol(real, train_size: int, fingerprint: str) -> Dict[str, Any
     from .split import SPLIT_SEED
 
     return {"image_size": int(real.images.shape[-1]), "channels": int(real.images.shape[1]), "dataset": real.name,
-            "data_sha256": fingerprint, "real_split": f"train: {train_size} of {len(real)} images, split seed {SPLIT_SEED}",
+            "data_sha256": fingerprint,
+            "real_split": f"train: {train_size} of {len(real)} images, split seed {SPLIT_SEED}",
             "real_split_size": train_size}
 
 
@@ -130,7 +131,8 @@ def format_metrics(results: Mapping[str, Any], markdown: bool = True) -> str:
         lines = [f"{n}: {v} {header} {i}" for n, v, i in rows]
     if protocol:
         lines.append("")
-        lines.append(f"Measured with (protocol {protocol_id(protocol)}):" if markdown else f"protocol {protocol_id(protocol)}:")
+        name = protocol_id(protocol)
+        lines.append(f"Measured with (protocol {name}):" if markdown else f"protocol {name}:")
         for key, value in protocol.items():
             lines.append(f"- {key}: {value}" if markdown else f"  {key}: {value}")
     return "\n".join(lines)
