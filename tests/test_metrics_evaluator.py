@@ -210,7 +210,8 @@ def test_evaluate_gan_script_end_to_end(tmp_path, cache, evaluator, capsys):
     results = json.loads((tmp_path / "eval" / "eval_results.json").read_text())
     for key in ("fid", "kid_mean", "kid_std", "fid_floor", "kid_floor_mean", "kid_floor_std", "num_generated",
                 "num_reference", "num_floor", "classifier_accuracy", "classes_covered", "coverage_kl",
-                "class_histogram", "precision", "recall", "density", "coverage", "intervals", "protocol", "memorisation"):
+                "class_histogram", "precision", "recall", "density", "coverage", "intervals", "protocol",
+                "memorisation"):
         assert key in results, key
     assert results["num_generated"] == NUM_IMAGES and results["fid"] > results["fid_floor"]
     assert results["config"]["feature_extractor"] == "domain"

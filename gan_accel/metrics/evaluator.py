@@ -25,10 +25,10 @@ from .bootstrap import BOOTSTRAP_LEVEL, BOOTSTRAP_RESAMPLES, bootstrap_intervals
 from .cache import data_fingerprint, load_cached, resolve_cache_dir, save_atomic, settings_key, tensor_hash
 from .coverage import COVERAGE_MIN_SHARE_RATIO, class_coverage, conditional_accuracy
 from .distance import FeatureDistance, kid_subset_size
-from .fidelity import K_DENSITY_COVERAGE, K_PRECISION_RECALL, per_sample_scores
-from .protocol import metric_protocol, protocol_id, real_data_protocol, weights_sha256
 from .domain import DomainFeatures, DomainModel, DomainTrainSettings, load_or_train_domain_model
+from .fidelity import K_DENSITY_COVERAGE, K_PRECISION_RECALL, per_sample_scores
 from .inception import load_inception_features
+from .protocol import metric_protocol, protocol_id, real_data_protocol, weights_sha256
 from .split import split_indices
 
 log = logging.getLogger(__name__)
@@ -85,7 +85,8 @@ class EvalResult:
             out[f"{prefix}{name}_ci_low"] = float(low)
             out[f"{prefix}{name}_ci_high"] = float(high)
         if self.protocol:
-            out[prefix + "protocol_id"] = float(int(protocol_id(self.protocol), 16))   # 48 bits: exact in a float
+            # 12 hex digits are 48 bits: exact in a float64, so the id survives JSON and trackers.
+            out[prefix + "protocol_id"] = float(int(protocol_id(self.protocol), 16))
         return out
 
 
@@ -115,7 +116,8 @@ def format_result(result: EvalResult) -> str:
         level = result.protocol.get("bootstrap", {}).get("level", BOOTSTRAP_LEVEL)
         fid_low, fid_high = result.intervals["fid"]
         kid_low, kid_high = result.intervals["kid"]
-        lines.append(f"{level:.0%} bootstrap interval: FID [{fid_low:.4f}, {fid_high:.4f}]  KID [{kid_low:.5f}, {kid_high:.5f}]")
+        lines.append(f"{level:.0%} bootstrap interval: FID [{fid_low:.4f}, {fid_high:.4f}]  "
+                     f"KID [{kid_low:.5f}, {kid_high:.5f}]")
     return "\n".join(lines)
 
 

@@ -42,7 +42,8 @@ def weights_sha256(module: nn.Module) -> str:
 def resize_path(feature_extractor: str, image_size: int) -> str:
     """How real and generated images reach the feature network, in words (part of the protocol)."""
     images = (f"real: decoded to uint8, shorter side resized to {image_size} px (bilinear, antialiased when "
-              f"shrinking) and centre-cropped; generated: {image_size} px as the generator makes them, clamped to [-1, 1]")
+              f"shrinking) and centre-cropped; generated: {image_size} px as the generator makes them, "
+              "clamped to [-1, 1]")
     if feature_extractor == "inception":
         return (f"{images}; both quantised to uint8, grey repeated to RGB, resized to 299x299 by torch-fidelity's "
                 "TF1-compatible bilinear (Inception-v3 pool3, 2048 features)")
