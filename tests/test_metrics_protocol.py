@@ -59,6 +59,17 @@ def test_format_metrics_for_a_model_card():
     assert "fid: 1.5 95% interval [1.2, 1.9]" in plain and "|" not in plain
 
 
+def test_model_index_metrics_for_the_card_metadata():
+    from gan_accel.metrics.protocol import model_index_metrics
+
+    entries = model_index_metrics(result())
+    assert [e["type"] for e in entries] == ["fid", "kid_mean", "precision", "recall", "density", "coverage"]
+    fid = entries[0]
+    assert fid["value"] == 1.5 and fid["name"].startswith("FID (domain features, 1000 generated vs 1438 real")
+    assert protocol_id(protocol()) in fid["name"] and "95% interval [1.2, 1.9]" in fid["name"]
+    assert model_index_metrics({"fid": 2.0}) == [{"type": "fid", "value": 2.0, "name": "FID"}]
+
+
 def write(path, data):
     path.write_text(json.dumps(data))
     return str(path)

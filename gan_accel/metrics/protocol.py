@@ -161,3 +161,29 @@ def load_result(path: str) -> Dict[str, Any]:
         raise UserError(f"{path}: no metric protocol in it (written before protocols existed, or not an evaluation); "
                         "re-run scripts/evaluate_gan.py on the generator")
     return data
+
+
+def model_index_metrics(results: Mapping[str, Any]) -> List[Dict[str, Any]]:
+    """The ``metrics`` list of a Hugging Face model card's ``model-index`` entry: one
+    ``{"type", "value", "name"}`` per reported metric, the name saying how it was measured (features,
+    counts, interval and protocol id), since the card's metadata has no other place for it."""
+    protocol = results.get("protocol") or {}
+    intervals = results.get("intervals") or {}
+    level = protocol.get("bootstrap", {}).get("level", 0.95)
+    measured = ""
+    if protocol:
+        measured = (f"{protocol['feature_extractor']} features, {protocol['num_fake']} generated vs "
+                    f"{protocol['num_real']} real, protocol {protocol_id(protocol)}")
+    out = []
+    for name in METRIC_NAMES:
+        value = results.get(name)
+        if value is None:
+            continue
+        interval = intervals.get(INTERVAL_NAMES.get(name, name))
+        details = [measured] if measured else []
+        if interval:
+            details.append(f"{level:.0%} interval [{interval[0]:.4g}, {interval[1]:.4g}]")
+        label = name.upper() if name in ("fid", "kid_mean") else name
+        out.append({"type": name, "value": float(value),
+                    "name": f"{label} ({'; '.join(details)})" if details else label})
+    return out
