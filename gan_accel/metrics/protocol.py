@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple
 
 import torch
 import torch.nn as nn
@@ -108,6 +108,14 @@ def compare_protocols(a: Mapping[str, Any], b: Mapping[str, Any]) -> Tuple[bool,
     return not reasons, reasons, notes
 
 
+def reported_metrics(results: Mapping[str, Any]) -> Iterator[Tuple[str, float, Optional[List[float]]]]:
+    """``(name, value, interval or None)`` of each metric in ``results``, in METRIC_NAMES order."""
+    intervals = results.get("intervals") or {}
+    for name in METRIC_NAMES:
+        if results.get(name) is not None:
+            yield name, float(results[name]), intervals.get(INTERVAL_NAMES.get(name, name))
+
+
 def format_metrics(results: Mapping[str, Any], markdown: bool = True) -> str:
     """Metrics with their intervals and protocol, for a model card or a terminal.
 
@@ -115,16 +123,10 @@ def format_metrics(results: Mapping[str, Any], markdown: bool = True) -> str:
     keys, ``intervals`` (``{"fid": [low, high], ...}``) and ``protocol`` (:func:`metric_protocol`).
     Returns a Markdown table and list (``markdown=False``: plain lines).
     """
-    intervals = results.get("intervals") or {}
     protocol: Optional[Mapping[str, Any]] = results.get("protocol")
     level = protocol["bootstrap"]["level"] if protocol else None
-    rows = []
-    for name in METRIC_NAMES:
-        value = results.get(name)
-        if value is None:
-            continue
-        interval = intervals.get(INTERVAL_NAMES.get(name, name))
-        rows.append((name, f"{value:.4g}", f"[{interval[0]:.4g}, {interval[1]:.4g}]" if interval else "-"))
+    rows = [(name, f"{value:.4g}", f"[{interval[0]:.4g}, {interval[1]:.4g}]" if interval else "-")
+            for name, value, interval in reported_metrics(results)]
     header = f"{int(level * 100)}% interval" if level else "interval"
     if markdown:
         lines = [f"| metric | value | {header} |", "|---|---|---|", *[f"| {n} | {v} | {i} |" for n, v, i in rows]]
@@ -168,22 +170,17 @@ def model_index_metrics(results: Mapping[str, Any]) -> List[Dict[str, Any]]:
     ``{"type", "value", "name"}`` per reported metric, the name saying how it was measured (features,
     counts, interval and protocol id), since the card's metadata has no other place for it."""
     protocol = results.get("protocol") or {}
-    intervals = results.get("intervals") or {}
     level = protocol.get("bootstrap", {}).get("level", 0.95)
     measured = ""
     if protocol:
         measured = (f"{protocol['feature_extractor']} features, {protocol['num_fake']} generated vs "
                     f"{protocol['num_real']} real, protocol {protocol_id(protocol)}")
     out = []
-    for name in METRIC_NAMES:
-        value = results.get(name)
-        if value is None:
-            continue
-        interval = intervals.get(INTERVAL_NAMES.get(name, name))
+    for name, value, interval in reported_metrics(results):
         details = [measured] if measured else []
         if interval:
             details.append(f"{level:.0%} interval [{interval[0]:.4g}, {interval[1]:.4g}]")
         label = name.upper() if name in ("fid", "kid_mean") else name
-        out.append({"type": name, "value": float(value),
+        out.append({"type": name, "value": value,
                     "name": f"{label} ({'; '.join(details)})" if details else label})
     return out
