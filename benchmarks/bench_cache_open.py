@@ -1,6 +1,6 @@
 """Time opening a decode-cache entry (its integrity check) against reading the whole array:
 
-    python scripts/bench_cache_open.py --num_images 5000 --image_size 64
+    python -m benchmarks.bench_cache_open --num_images 5000 --image_size 64
 
 Builds an entry of random pixels in a temporary folder (no decoding), then times ``open_cache``
 (median of --reps, the file in the page cache) and ``read_all``, and prints both and their ratio.
@@ -8,17 +8,14 @@ Builds an entry of random pixels in a temporary folder (no decoding), then times
 from __future__ import annotations
 
 import statistics
-import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional, Sequence
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # runnable from a checkout without install
-
-from gan_accel.config import check_positive, parse_config  # noqa: E402
-from gan_accel.errors import cli_entry  # noqa: E402
+from gan_accel.config import check_positive, parse_config
+from gan_accel.errors import cli_entry
 
 
 @dataclass
