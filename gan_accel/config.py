@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import difflib
 import json
 import math
 import typing
@@ -119,6 +120,8 @@ RESUME_CHANGEABLE_FIELDS = frozenset(
 def load_config_file(path: str) -> dict:
     """Read a YAML or JSON config file into a flat ``{field: value}`` dict."""
     p = Path(path)
+    if p.is_dir():
+        raise UserError(f"--config {path}: is a folder; pass a YAML or JSON file of flag values")
     if not p.is_file():
         raise UserError(f"--config {path}: file not found; pass a YAML or JSON file of flag values")
     try:
@@ -162,11 +165,14 @@ def parse_config(types: Tuple[Type, ...], argv: Optional[Sequence[str]], descrip
             if action.dest in values:
                 action.required = False
     try:
-        parsed = parser.parse_args_into_dataclasses(args=list(argv) if argv is not None else None, return_remaining_strings=False)
+        parsed = parser.parse_args_into_dataclasses(args=list(argv) if argv is not None else None,
+                                                    return_remaining_strings=True)
     except (TypeError, ValueError) as err:
         if isinstance(err, UserError):
             raise
         raise UserError(f"invalid configuration: {err}") from None
+    if parsed[-1]:
+        raise UserError(unknown_flags_message(parsed[-1], [o for a in parser._actions for o in a.option_strings]))
     configs = tuple(parsed[: len(types)])
     for cfg in configs:
         for name, hint in _field_types(type(cfg)).items():
@@ -230,6 +236,18 @@ def _rename_aliases(values: dict, types: Tuple[Type, ...]) -> dict:
     """A config file may use a field's old spelling, as the command line may."""
     aliases = field_aliases(types)
     return {aliases.get(key, key): value for key, value in values.items()}
+
+
+def unknown_flags_message(remaining: Sequence[str], options: Sequence[str]) -> str:
+    """The flags argparse did not know, each with the closest valid flag when one is close."""
+    flags = [arg.split("=", 1)[0] for arg in remaining if arg.startswith("-")]
+    if not flags:
+        return f"unexpected argument(s) {' '.join(remaining)}; run with --help for the valid flags"
+    parts = []
+    for flag in flags:
+        close = difflib.get_close_matches(flag, options, n=1, cutoff=0.6)
+        parts.append(f"{flag} (did you mean {close[0]}?)" if close else flag)
+    return f"unknown flag {', '.join(parts)}; run with --help for the valid flags"
 
 
 def _one_line_error(message: str):

@@ -18,6 +18,7 @@ from typing import Optional, Sequence
 
 from gan_accel.config import check_choice, check_positive, choice, parse_config
 from gan_accel.data import DATASETS, load_image_data
+from gan_accel.device import check_device
 from gan_accel.errors import ConfigError, UserError, cli_entry
 from gan_accel.metrics import FEATURE_EXTRACTORS, GANEvaluator, format_result
 from gan_accel.metrics.bootstrap import BOOTSTRAP_RESAMPLES
@@ -69,6 +70,7 @@ class EvalArguments:
         if self.output_dir and Path(self.output_dir).exists() and not Path(self.output_dir).is_dir():
             raise ConfigError(f"--output_dir {self.output_dir}: is a file, not a folder; "
                               "pass a folder for eval_results.json")
+        check_device(self.device)
 
 
 @cli_entry

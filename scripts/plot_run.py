@@ -24,7 +24,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.error = _one_line_error  # argparse would print its usage block before the message
     args = parser.parse_args(argv)
     check_run_dir(Path(args.run_dir))
-    written = plot_metrics(Path(args.run_dir))
+    written = plot_metrics(Path(args.run_dir), warn=lambda message: print(message, file=sys.stderr))
     if not written:
         raise UserError(f"RUN_DIR {args.run_dir}: metrics.jsonl holds no numeric values yet; nothing to plot")
     for path in written:

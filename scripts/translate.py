@@ -16,6 +16,7 @@ from typing import Optional, Sequence
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # runnable from a checkout without install
 
 from gan_accel.config import check_positive, parse_config  # noqa: E402
+from gan_accel.device import check_device  # noqa: E402
 from gan_accel.errors import ConfigError, cli_entry  # noqa: E402
 
 
@@ -35,6 +36,7 @@ class TranslateArguments:
         check_positive("batch_size", self.batch_size)
         if self.image_size % 4:
             raise ConfigError(f"--image_size must be a multiple of 4; got {self.image_size}")
+        check_device(self.device)
 
 
 @cli_entry

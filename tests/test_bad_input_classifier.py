@@ -92,7 +92,7 @@ CASES = [
      {"c.yaml": "learning_rate: .nan\n"}, "c.yaml: --learning_rate must be a finite number; got nan"),
     ("YAML unknown key", "train_classifier", ["--config", "{tmp}/c.yaml", "--train_file", "{train}", *TRAIN],
      {"c.yaml": "learning_rat: 0.1\n"}, "c.yaml: unknown key(s) learning_rat"),
-    ("unknown flag", "train_classifier", ["--train_file", "{train}", *TRAIN, "--lr", "1"], {}, "['--lr', '1']"),
+    ("unknown flag", "train_classifier", ["--train_file", "{train}", *TRAIN, "--lr", "1"], {}, "unknown flag --lr"),
     # ---- predict.py ------------------------------------------------------------------------------
     ("predict: no model folder", "predict", ["--model", "{tmp}/nope", "--text", "a"], {}, "--model {tmp}/nope: no such folder"),
     ("predict: not a classifier folder", "predict", ["--model", "{tmp}/m", "--text", "a"], {"m/notes.txt": "x"},
@@ -111,6 +111,12 @@ CASES = [
      "--output_file {tmp}/notes.txt/p.csv: cannot write it"),
     ("predict: output is a folder", "predict", ["--model", "{model}", "--text", "a", "--output_file", "{tmp}/d.csv"],
      {"d.csv/keep.txt": "mine"}, "--output_file {tmp}/d.csv: exists and is not a writable file"),
+    ("predict: output is the input", "predict",
+     ["--model", "{model}", "--input_file", "{train}", "--output_file", "{train}"], {},
+     "--output_file {train}: is the same as --input_file {train}"),
+    ("predict: output is the input via ..", "predict",
+     ["--model", "{model}", "--input_file", "{train}", "--output_file", "{tmp}/out/../data/train.csv"], {},
+     "is the same as --input_file {train}"),
     ("predict: batch size", "predict", ["--model", "{model}", "--text", "a", "--batch_size", "0"], {}, "--batch_size must be > 0"),
     # ---- make_tiny_model.py ------------------------------------------------------------------
     ("tiny: missing corpus", "make_tiny_model", ["--train_file", "{tmp}/nope.csv", "--output_dir", "{out}"], {},

@@ -69,6 +69,13 @@ def flat_folder(tmp):
     return ["--data_dir", str(tmp / "flat")]
 
 
+def classes_and_a_stray(tmp):
+    for name in ("cats", "dogs"):
+        write_png(tmp / "classes" / name / "a.png", np.zeros((16, 16), dtype=np.uint8), mode="L")
+    write_png(tmp / "classes" / "stray.png", np.zeros((16, 16), dtype=np.uint8), mode="L")
+    return ["--data_dir", str(tmp / "classes")]
+
+
 def config_file(text):
     def make(tmp):
         (tmp / "c.yaml").write_text(text)
@@ -108,13 +115,19 @@ TRAIN_CASES = {
     "beta1": (["--adam_beta1", "1.5"], "--adam_beta1 must be in [0, 1)"),
     "mixed precision": (["--mixed_precision", "fp8"], "--mixed_precision/--mixed-precision: invalid choice: 'fp8'"),
     "batch over dataset": (["--batch_size", "4096"], "--batch_size 4096 x 1 processes is larger than the dataset (1797 images)"),
-    "unknown flag": (["--no_such_flag", "1"], "not used by the HfArgumentParser: ['--no_such_flag', '1']"),
+    "unknown flag": (["--no_such_flag", "1"], "unknown flag --no_such_flag; run with --help"),
+    "typo'd flag": (["--max_stps", "5"], "unknown flag --max_stps (did you mean --max_steps?)"),
+    "config is a folder": (lambda tmp: ["--config", str(tmp)], "is a folder; pass a YAML or JSON file"),
     "data_dir missing": (lambda tmp: ["--dataset", "folder", "--data_dir", str(tmp / "nope")], "nope: does not exist"),
     "data_dir is a file": (lambda tmp: ["--dataset", "folder", *a_file(tmp)], "file.png: not a folder"),
     "data_dir empty": (lambda tmp: ["--dataset", "folder", *empty_folder(tmp)], "no images"),
     "data_dir unset": (["--dataset", "folder"], "--dataset folder needs --data_dir"),
     "only corrupt images": (lambda tmp: ["--dataset", "folder", *corrupt_folder(tmp)], "none of the 3 image files could be read"),
     "conditional unlabelled": (lambda tmp: ["--dataset", "folder", *flat_folder(tmp), "--conditional"], "--conditional needs labelled data"),
+    "conditional with a stray image": (lambda tmp: ["--dataset", "folder", *classes_and_a_stray(tmp), "--conditional"],
+                                       "has class sub-folders (cats, dogs) but also 1 image(s) at its top level"),
+    "stray image named": (lambda tmp: ["--dataset", "folder", *classes_and_a_stray(tmp), "--conditional"],
+                          "classes/stray.png), so it is read unlabelled; move them into a class sub-folder"),
     "mnist missing": (lambda tmp: ["--dataset", "mnist", "--data_dir", str(tmp / "mnist")], "--download"),
 }
 
@@ -164,8 +177,13 @@ def test_sample_gan_bad_input(exports, tmp_path, capsys, case):
     (["--image_size", "32"], "--image_size 32: the generator in"),       # the generator is 16 px
     (["--channels", "3"], "--channels 3: the generator in"),             # and grey
     (["--num_images", "1"], "--num_images must be >= 2"),
+    (["--device", "cuda"], "--device cuda: no such device on this machine; this machine has: cpu"),
+    (["--device", "cuda:3"], "--device cuda:3: no such device on this machine; this machine has: cpu"),
+    (["--device", "gpu"], "--device gpu: not a device name; this machine has: cpu"),
 ])
-def test_evaluate_gan_refuses_conflicts_at_once(exports, tmp_path, capsys, flags, match):
+def test_evaluate_gan_refuses_conflicts_at_once(exports, tmp_path, capsys, monkeypatch, flags, match):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)  # this machine as one without a GPU
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 0)
     before = snapshot(tmp_path, exports)
     argv = [*gen(exports), "--cache_dir", str(tmp_path / "cache"), "--output_dir", str(tmp_path / "eval"), *flags]
     line = one_line_error(SCRIPTS["evaluate_gan"], argv, capsys)

@@ -130,3 +130,55 @@ def test_a_translator_with_non_finite_weights_is_not_exported(tmp_path):
     with pytest.raises(UserError, match="not exporting .*not finite"):
         save_translator(G, tmp_path / "generator_A2B", "A2B", 16)
     assert not (tmp_path / "generator_A2B").exists()
+
+
+def no_gpu(monkeypatch):
+    """This machine as one without a GPU, whatever it has."""
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 0)
+
+
+def nested_input(tmp):
+    """--input_dir inside --output_dir, with a sub-folder named like the input: out/x/x/a.png's
+    translation would be written to out/x/a.png, inside the input."""
+    inner = tmp / "out" / "x"
+    make_domains(inner / "x", num_a=1, num_b=1)
+    return [str(inner), str(tmp / "out")]
+
+
+# name -> (function of the test folder returning [input_dir, output_dir, *more flags], text of the error)
+TRANSLATE_CASES = {
+    "output is the input": (lambda tmp: [str(tmp / "data/trainA"), str(tmp / "data/trainA"), "--overwrite"],
+                            "is the same as --input_dir"),
+    "output is the input via ..": (
+        lambda tmp: [str(tmp / "data/trainA"), str(tmp / "data/trainB/../trainA"), "--overwrite"],
+        "is the same as --input_dir"),
+    "output inside the input": (lambda tmp: [str(tmp / "data"), str(tmp / "data/out")], "is inside --input_dir"),
+    "outputs would land in the input": (nested_input, "would be written inside --input_dir"),
+    "output is a file": (lambda tmp: [str(tmp / "data/trainA"), str(tmp / "notes.txt")],
+                         "notes.txt: is a file, not a folder"),
+    "output under a file": (lambda tmp: [str(tmp / "data/trainA"), str(tmp / "notes.txt/out")], "notes.txt is a file"),
+    "device cuda without a GPU": (lambda tmp: [str(tmp / "data/trainA"), str(tmp / "new"), "--device", "cuda"],
+                                  "--device cuda: no such device on this machine; this machine has: cpu"),
+    "device gpu": (lambda tmp: [str(tmp / "data/trainA"), str(tmp / "new"), "--device", "gpu"],
+                   "--device gpu: not a device name; this machine has: cpu"),
+}
+
+
+@pytest.mark.parametrize("case", list(TRANSLATE_CASES))
+def test_translate_bad_input_changes_nothing(tmp_path, capsys, monkeypatch, case):
+    from run_fixtures import snapshot
+
+    no_gpu(monkeypatch)
+    make_domains(tmp_path / "data", num_a=2, num_b=1)
+    (tmp_path / "notes.txt").write_text("a user's file")
+    gen = save_translator(ResnetGenerator(1, 4, 1), tmp_path / "generator_A2B", "A2B", 16)
+    make_flags, match = TRANSLATE_CASES[case]
+    input_dir, output_dir, *more = make_flags(tmp_path)
+    before = snapshot(tmp_path)
+    argv = ["--generator", str(gen), "--input_dir", input_dir, "--output_dir", output_dir, *more]
+    line = user_error(translate, argv, capsys)
+    assert match in line, line
+    assert snapshot(tmp_path) == before

@@ -81,7 +81,7 @@ def test_plot_run_help(capsys):
 def test_a_plotting_error_is_a_warning(tmp_path, monkeypatch):
     write_metrics(tmp_path, [{"step": 1, "loss/D": 1.0}])
 
-    def broken(run_dir):
+    def broken(run_dir, warn=None):
         raise RuntimeError("no fonts")
 
     monkeypatch.setattr(plots, "plot_metrics", broken)
@@ -119,3 +119,26 @@ def test_the_end_of_a_run_does_not_redraw_what_its_final_checkpoint_drew(tmp_pat
     with (run / "metrics.jsonl").open("a") as f:
         f.write('{"step": 3, "loss/D": 1.0}\n')
     assert plots.metrics_version(run) != version and plots.metrics_version(tmp_path / "none") is None
+
+
+def write_metrics_with_a_bad_byte(run):
+    write_metrics(run, [{"step": s, "loss/D": 1.0 / s} for s in (1, 2, 3)])
+    with (run / "metrics.jsonl").open("ab") as f:
+        f.write(b'{"step": 4, "loss/D": 0.2, "note": "\xff\xfe"}\n{"step": 5, "loss/D": 0.1}\n')
+
+
+def test_plot_run_skips_a_line_that_is_not_utf8_and_says_so(tmp_path, capsys):
+    write_metrics_with_a_bad_byte(tmp_path / "run")
+    assert plot_run([str(tmp_path / "run")]) == 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "metrics.jsonl: skipped 1 line(s) that are not valid UTF-8 (line 5)" in err[0], err
+    assert (tmp_path / "run" / "plots" / "loss.png").is_file()
+
+
+def test_training_plots_survive_a_line_that_is_not_utf8_and_warn_once(tmp_path):
+    write_metrics_with_a_bad_byte(tmp_path)
+    warnings = []
+    for _ in range(2):   # every checkpoint redraws
+        assert plot_run_safely(tmp_path, warn=warnings.append) == [tmp_path / "plots" / "loss.png"]
+    assert len(warnings) == 1 and "not valid UTF-8" in warnings[0]
+    assert read_series(tmp_path / "metrics.jsonl")["loss/D"][0] == [1, 2, 3, 5]

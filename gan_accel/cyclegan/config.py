@@ -48,6 +48,15 @@ class CycleGANDataArguments:
             return self.image_size
         return self.load_size or round(self.image_size * 286 / 256)
 
+    @property
+    def decode_size_flag(self) -> str:
+        """``decode_size`` as the flags the user passed: what a warning about it should quote."""
+        if self.preprocess == "resize":
+            return f"--image_size {self.image_size}"
+        if self.load_size:
+            return f"--load_size {self.load_size}"
+        return f"the {self.decode_size} px load size (--image_size {self.image_size} x 286/256; --load_size sets it)"
+
 
 @dataclass
 class CycleGANModelArguments:

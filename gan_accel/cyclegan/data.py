@@ -41,8 +41,10 @@ class Domains:
         return (self.test_a or self.train_a), (self.test_b or self.train_b)
 
 
-def load_domains(dataset: str, data_dir: Optional[str], load_size: int, channels: int) -> Domains:
-    """Both domains as uint8 ``[N, channels, load_size, load_size]`` on the CPU."""
+def load_domains(dataset: str, data_dir: Optional[str], load_size: int, channels: int,
+                 size_flag: Optional[str] = None) -> Domains:
+    """Both domains as uint8 ``[N, channels, load_size, load_size]`` on the CPU (``size_flag``:
+    how warnings name ``load_size``, e.g. ``CycleGANDataArguments.decode_size_flag``)."""
     if dataset == "digits":
         if data_dir:
             raise UserError(f"--data_dir {data_dir} is only read with --dataset folder; drop it or pass --dataset folder")
@@ -58,9 +60,11 @@ def load_domains(dataset: str, data_dir: Optional[str], load_size: int, channels
         if not (root / name).is_dir():
             raise UserError(f"--data_dir {data_dir}: no {name}/ folder; the layout is DATA/trainA and DATA/trainB "
                             "(the images of each domain, unpaired)")
-    train_a, train_b = (load_image_data("folder", str(root / name), load_size, channels) for name in ("trainA", "trainB"))
-    tests = [load_image_data("folder", str(root / name), load_size, channels) if (root / name).is_dir() else None
-             for name in ("testA", "testB")]
+    def load(name: str) -> ImageData:
+        return load_image_data("folder", str(root / name), load_size, channels, size_flag=size_flag)
+
+    train_a, train_b = load("trainA"), load("trainB")
+    tests = [load(name) if (root / name).is_dir() else None for name in ("testA", "testB")]
     return Domains(train_a, train_b, *tests)
 
 

@@ -39,7 +39,8 @@ class CycleGANTrainer:
         # Data first: a bad folder fails before the run folder is touched.
         accelerator = build_accelerator(run_args, "cyclegan")
         with accelerator.main_process_first():
-            self.domains = load_domains(data_args.dataset, data_args.data_dir, data_args.decode_size, data_args.channels)
+            self.domains = load_domains(data_args.dataset, data_args.data_dir, data_args.decode_size,
+                                        data_args.channels, size_flag=data_args.decode_size_flag)
         pairs, P = max(len(self.domains.train_a), len(self.domains.train_b)), accelerator.num_processes
         if pairs // train.batch_size < P:  # checked before the run folder is made: nothing on disk changes
             raise ConfigError(f"--batch_size {train.batch_size} x {P} processes is larger than the data "

@@ -9,7 +9,8 @@ import torch
 from torchvision.utils import save_image
 
 from ..data import IMAGE_EXTENSIONS, to_float_images
-from ..data.images import _finish, _pil_to_array  # the GAN path's decoder: every PIL mode -> --channels
+from ..data.images import UNREADABLE_ERRORS, decode_image_file  # the GAN path's decoder: any mode, EXIF orientation
+from ..data.paths import check_output_outside_input, check_targets_outside_input, check_writable_folder
 from ..errors import UserError
 
 log = logging.getLogger(__name__)
@@ -25,21 +26,16 @@ def list_images(input_dir: Path) -> List[Path]:
 
 
 def check_outputs_free(files: List[Path], input_dir: Path, output_dir: Path, overwrite: bool) -> None:
-    """Refuse before anything is written when an output would replace an existing file."""
-    taken = [output_dir / f.relative_to(input_dir) for f in files if (output_dir / f.relative_to(input_dir)).exists()]
+    """Refuse before anything is written when an output would replace an existing file, or an input
+    (even with --overwrite: the originals would be lost), or land where the next run reads it."""
+    check_writable_folder("--output_dir", output_dir)
+    check_output_outside_input("--input_dir", input_dir, "--output_dir", output_dir)
+    targets = [output_dir / f.relative_to(input_dir) for f in files]
+    check_targets_outside_input("--input_dir", input_dir, "--output_dir", output_dir, targets)
+    taken = [target for target in targets if target.exists()]
     if taken and not overwrite:
         raise UserError(f"--output_dir {output_dir}: {len(taken)} of the output files already exist (e.g. {taken[0]}); "
                         "choose another folder or pass --overwrite")
-
-
-def decode(path: Path, image_size: int, channels: int) -> torch.Tensor:
-    """One file -> uint8 ``[1, channels, image_size, image_size]`` (resized, centre-cropped)."""
-    from PIL import Image
-
-    with Image.open(path) as img:
-        img.load()
-        arr = _pil_to_array(img, channels)
-    return _finish(torch.from_numpy(arr.copy()).permute(2, 0, 1).unsqueeze(0), image_size, channels)
 
 
 @torch.no_grad()
@@ -54,9 +50,9 @@ def translate_folder(G: torch.nn.Module, input_dir: Path, output_dir: Path, imag
         batch, names = [], []
         for path in files[start : start + batch_size]:
             try:
-                batch.append(decode(path, image_size, channels))
+                batch.append(decode_image_file(path, image_size, channels)[0])
                 names.append(path.relative_to(input_dir))
-            except (OSError, ValueError, SyntaxError) as err:
+            except UNREADABLE_ERRORS as err:
                 skipped += 1
                 log.warning("skipping unreadable image %s (%s)", path, err)
         if not batch:

@@ -5,9 +5,24 @@ An entry is a folder ``CACHE_DIR/<name>-<S>px-<C>ch-<key>/`` holding ``images.u8
 hashes what the pixels depend on: every file's relative path, size and mtime (or a Hugging Face
 dataset's fingerprint) plus the image settings and this format's version, so a changed folder
 gets a new entry. An entry is built in a temporary sibling folder and renamed into place only
-when complete, so a crashed build never looks finished. Opening one is O(1) in time and memory:
-it reads ``meta.json``, checks the array's exact byte size (a truncated file is rebuilt) and a
-hash of its last block, and reads rows with ``os.pread`` on demand.
+when complete, so a crashed build never looks finished. Rows are read with ``os.pread`` on demand.
+
+What opening an entry checks (the user documentation quotes this). Every time an entry is
+opened, before any row is used:
+
+- ``meta.json`` against a hash of its own content (image count, shape, class names and their
+  order, the key, the hashes below), so an edited or damaged ``meta.json`` is caught;
+- ``images.u8``: its exact size, and an xxh3-128 hash of ALL its bytes against the one recorded
+  when the entry was built (any overwritten, flipped or zeroed byte, at any offset, even with the
+  file's modification time restored);
+- ``labels.npy``: a hash of all its bytes (a shifted or edited label is caught).
+
+Any mismatch makes the entry count as missing: it is rebuilt from the images, with a line saying
+why. Opening therefore reads the whole array once: 5,000 RGB images of 64 px (61 MB) open in about
+50 ms, 15 MB in about 16 ms, with the file in the page cache on a 2-core machine (the former
+size-and-last-64-KiB check took 0.1 ms); from disk, opening runs at the disk's speed. Not covered: a
+file changed while a run is reading it (rows are not re-hashed as they are read), and a deliberate
+edit that also rewrites the recorded hashes: the hashes catch damage, they are not a signature.
 """
 from __future__ import annotations
 
@@ -23,14 +38,15 @@ from typing import Callable, List, Optional, Sequence
 
 import numpy as np
 import torch
+import xxhash
 
 from ..errors import UserError
 from .decode import decode_all
 
 log = logging.getLogger(__name__)
 
-FORMAT_VERSION = 1
-TAIL_BYTES = 1 << 16   # the block whose hash catches a file cut short and padded back to size
+FORMAT_VERSION = 2   # 2: EXIF orientation applied; full hashes of every file
+READ_BYTES = 8 << 20   # hashing reads the array in blocks of this size (memory stays one block)
 
 
 def default_cache_root() -> Path:
@@ -48,7 +64,9 @@ def folder_key(root: Path, files: Sequence[Path], labels: Optional[Sequence[int]
     for i, path in enumerate(files):
         st = os.stat(path)
         label = labels[i] if labels is not None else -1
-        h.update(f"{os.path.relpath(path, root)}\0{st.st_size}\0{st.st_mtime_ns}\0{label}\n".encode())
+        # fsencode: a file name that is not valid UTF-8 comes back as its original bytes, where
+        # str.encode() would refuse the surrogates Python decodes such names to.
+        h.update(os.fsencode(os.path.relpath(path, root)) + f"\0{st.st_size}\0{st.st_mtime_ns}\0{label}\n".encode())
     return h.hexdigest()
 
 
@@ -56,10 +74,24 @@ def settings_key(settings: dict) -> str:
     return hashlib.sha256(json.dumps({"version": FORMAT_VERSION, **settings}, sort_keys=True).encode()).hexdigest()
 
 
-def _tail_hash(path: Path, size: int) -> str:
-    with open(path, "rb") as f:
-        f.seek(max(0, size - TAIL_BYTES))
-        return hashlib.sha256(f.read(TAIL_BYTES)).hexdigest()
+def file_digest(path: Path) -> str:
+    """xxh3-128 of every byte of ``path``: about ten times the speed of sha256 here (3.3 GB/s
+    against 0.37), which is what makes hashing the whole array at every open affordable."""
+    digest = xxhash.xxh3_128()
+    buffer = bytearray(READ_BYTES)   # one buffer refilled: no new bytes object per block
+    view = memoryview(buffer)
+    with open(path, "rb", buffering=0) as f:
+        while True:
+            count = f.readinto(buffer)
+            if not count:
+                return digest.hexdigest()
+            digest.update(view[:count])
+
+
+def meta_digest(meta: dict) -> str:
+    """Hash of meta.json's content, its own hash left out."""
+    content = {key: value for key, value in meta.items() if key != "meta_xxh3"}
+    return xxhash.xxh3_128(json.dumps(content, sort_keys=True).encode()).hexdigest()
 
 
 @dataclass
@@ -112,18 +144,22 @@ def open_cache(entry: Path, key: str) -> "tuple[Optional[ImageCache], str]":
         return None, "no cache yet"
     except (OSError, ValueError) as err:
         return None, f"unreadable meta.json ({err})"
-    if meta.get("version") != FORMAT_VERSION or meta.get("key") != key:
+    if not isinstance(meta, dict) or meta.get("version") != FORMAT_VERSION or meta.get("key") != key:
         return None, "stale (other format or key)"
+    if meta.get("meta_xxh3") != meta_digest(meta):
+        return None, "meta.json does not match its recorded hash (edited or corrupt)"
     shape, n = tuple(meta["shape"]), meta["num_images"]
     images = entry / "images.u8"
     size = images.stat().st_size if images.is_file() else -1
     if size != n * int(np.prod(shape)):
         return None, f"images.u8 is {size} bytes, expected {n * int(np.prod(shape))} (truncated or partial)"
-    if _tail_hash(images, size) != meta.get("tail_sha256"):
+    if file_digest(images) != meta["images_xxh3"]:
         return None, "images.u8 does not match its recorded hash (corrupt)"
     labels = None
     if meta["labelled"]:
         try:
+            if file_digest(entry / "labels.npy") != meta["labels_xxh3"]:
+                return None, "labels.npy does not match its recorded hash (corrupt)"
             labels = torch.from_numpy(np.load(entry / "labels.npy"))
         except (OSError, ValueError) as err:
             return None, f"unreadable labels.npy ({err})"
@@ -161,10 +197,12 @@ def build_cache(entry: Path, key: str, items, labels: Optional[Sequence[int]], c
             log.warning("%d images of %s are smaller than --image_size %d and were upscaled", upscaled, what, shape[-1])
         if labels is not None:
             np.save(tmp / "labels.npy", np.asarray([labels[i] for i in kept], dtype=np.int64))
-        size = len(kept) * int(np.prod(shape))
         meta = {"version": FORMAT_VERSION, "key": key, "num_images": len(kept), "shape": list(shape),
                 "labelled": labels is not None, "class_names": list(class_names), "skipped": skipped,
-                "source": what, "tail_sha256": _tail_hash(tmp / "images.u8", size)}
+                "source": what, "images_xxh3": file_digest(tmp / "images.u8")}
+        if labels is not None:
+            meta["labels_xxh3"] = file_digest(tmp / "labels.npy")
+        meta["meta_xxh3"] = meta_digest(meta)
         (tmp / "meta.json").write_text(json.dumps(meta, indent=1))
         _replace(tmp, entry)
     finally:

@@ -17,7 +17,7 @@ from typing import List, Optional, Tuple
 import numpy as np
 import torch
 import torch.nn.functional as F
-from PIL import Image
+from PIL import Image, ImageOps
 
 from ..errors import UserError
 
@@ -25,6 +25,7 @@ log = logging.getLogger(__name__)
 
 DATASETS = ("digits", "folder", "mnist", "fashion_mnist", "cifar10", "imagefolder", "hub")  # the last two: gan_accel.data.hf
 IMAGE_EXTENSIONS = (".png", ".jpg", ".jpeg", ".bmp", ".webp")
+ORIENTATION_TAG = 0x0112  # EXIF Orientation: 1 upright, 2-8 mirrored and/or rotated
 
 
 @dataclass
@@ -127,21 +128,44 @@ def _pil_to_array(img, channels: int) -> np.ndarray:
     return arr[:, :, None] if arr.ndim == 2 else arr
 
 
-def _list_folder(root: Path) -> Tuple[List[Path], Optional[List[int]], List[str]]:
-    def images_under(p: Path) -> List[Path]:
-        return sorted(q for q in p.rglob("*") if q.suffix.lower() in IMAGE_EXTENSIONS and q.is_file())
+def _images_under(folder: Path) -> List[Path]:
+    return sorted(q for q in folder.rglob("*") if q.suffix.lower() in IMAGE_EXTENSIONS and q.is_file())
 
+
+def _top_level_images(root: Path) -> List[Path]:
+    return sorted(q for q in root.iterdir() if q.is_file() and q.suffix.lower() in IMAGE_EXTENSIONS)
+
+
+def _class_folders(root: Path) -> List[Tuple[Path, List[Path]]]:
+    """The first-level sub-folders holding images, with their images."""
     subdirs = sorted(d for d in root.iterdir() if d.is_dir() and not d.name.startswith("."))
-    top_files = [q for q in root.iterdir() if q.is_file() and q.suffix.lower() in IMAGE_EXTENSIONS]
-    labelled = [(d, images_under(d)) for d in subdirs]
-    labelled = [(d, files) for d, files in labelled if files]
-    if labelled and not top_files:
+    labelled = [(d, _images_under(d)) for d in subdirs]
+    return [(d, files) for d, files in labelled if files]
+
+
+def unlabelled_reason(root: Path) -> str:
+    """Why a folder read without labels has none, for an error that needs them: a stray image at
+    the top level turns a folder of class sub-folders into an unlabelled one."""
+    classes = [d.name for d, _ in _class_folders(root)]
+    strays = _top_level_images(root)
+    if not (classes and strays):
+        return "has no class sub-folders"
+    more_classes = ", ..." if len(classes) > 4 else ""
+    more_strays = ", ..." if len(strays) > 1 else ""
+    return (f"has class sub-folders ({', '.join(classes[:4])}{more_classes}) but also {len(strays)} image(s) at its "
+            f"top level ({strays[0]}{more_strays}), so it is read unlabelled; move them into a class sub-folder or "
+            "out of the folder")
+
+
+def _list_folder(root: Path) -> Tuple[List[Path], Optional[List[int]], List[str]]:
+    labelled = _class_folders(root)
+    if labelled and not _top_level_images(root):
         # torchvision ImageFolder convention: one first-level sub-folder per class.
         class_names = [d.name for d, _ in labelled]
         files = [f for _, fs in labelled for f in fs]
         labels = [i for i, (_, fs) in enumerate(labelled) for _ in fs]
         return files, labels, class_names
-    return images_under(root), None, []
+    return _images_under(root), None, []
 
 
 # What PIL raises for a file that is not a readable image; such files are skipped and counted.
@@ -180,7 +204,11 @@ def folder_files(data_dir: Optional[str]) -> Tuple[Path, List[Path], Optional[Li
 def decode_pil(img, image_size: int, channels: int) -> Tuple[torch.Tensor, bool]:
     """One PIL image -> uint8 ``[1, channels, S, S]`` and whether it had to be upscaled. Every
     path (in memory, the decode cache, streaming, Hugging Face datasets) decodes through here,
-    so they all give the same pixels."""
+    so they all give the same pixels, upright: a camera's EXIF orientation is applied here (Hugging
+    Face ``datasets`` applies it when it decodes a row; applying it twice is harmless, since the
+    transposed image carries no orientation tag)."""
+    if img.getexif().get(ORIENTATION_TAG, 1) != 1:
+        img = ImageOps.exif_transpose(img)
     arr = _pil_to_array(img, channels)
     t = torch.from_numpy(arr.copy()).permute(2, 0, 1).unsqueeze(0)
     return _finish(t, image_size, channels), min(arr.shape[:2]) < image_size
@@ -193,7 +221,8 @@ def decode_image_file(path, image_size: int, channels: int) -> Tuple[torch.Tenso
         return decode_pil(img, image_size, channels)
 
 
-def _load_folder(data_dir: Optional[str], image_size: int, channels: int) -> ImageData:
+def _load_folder(data_dir: Optional[str], image_size: int, channels: int,
+                 size_flag: Optional[str] = None) -> ImageData:
     root, files, labels, class_names = folder_files(data_dir)
     arrays, kept, skipped, small = [], [], 0, 0
     for i, path in enumerate(files):
@@ -211,19 +240,22 @@ def _load_folder(data_dir: Optional[str], image_size: int, channels: int) -> Ima
     if skipped:
         log.warning("%d of %d image files under %s were unreadable and skipped", skipped, len(files), data_dir)
     if small:
-        log.warning("%d images under %s are smaller than --image_size %d and were upscaled", small, data_dir, image_size)
+        log.warning("%d images under %s are smaller than %s and were upscaled", small, data_dir,
+                    size_flag or f"--image_size {image_size}")
     label_tensor = torch.tensor([labels[i] for i in kept], dtype=torch.int64) if labels is not None else None
     return ImageData(torch.cat(arrays), label_tensor, class_names, name=f"folder:{root}", skipped_files=skipped)
 
 
 def load_image_data(dataset: str, data_dir: Optional[str] = None, image_size: int = 32, channels: int = 1,
-                    download: bool = False) -> ImageData:
-    """Load a whole dataset as uint8 ``[N, channels, image_size, image_size]`` on the CPU."""
+                    download: bool = False, size_flag: Optional[str] = None) -> ImageData:
+    """Load a whole dataset as uint8 ``[N, channels, image_size, image_size]`` on the CPU.
+    ``size_flag`` is how warnings name ``image_size`` when the user did not pass it as such (default
+    ``--image_size N``)."""
     if dataset == "digits":
         images, labels = _load_digits()
         return ImageData(_finish(images, image_size, channels), labels, [str(i) for i in range(10)], name="digits")
     if dataset == "folder":
-        return _load_folder(data_dir, image_size, channels)
+        return _load_folder(data_dir, image_size, channels, size_flag)
     if dataset in ("mnist", "fashion_mnist", "cifar10"):
         images, labels, classes = _load_torchvision(dataset, data_dir, download)
         return ImageData(_finish(images, image_size, channels), labels, classes, name=dataset)

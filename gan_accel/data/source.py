@@ -20,7 +20,7 @@ from torch.utils.data import DataLoader, Dataset, Sampler
 
 from .cache import ImageCache, build_cache, default_cache_root, folder_key, open_cache, settings_key, writable_root
 from .decode import FolderImages, HFImages, decode_all
-from .images import ImageData, folder_files, load_image_data, to_float_images
+from .images import ImageData, folder_files, load_image_data, to_float_images, unlabelled_reason
 from .memory import choose_in_memory
 from .streaming import CachedRows, DecodedRows, TensorRows, stream_loader
 
@@ -45,6 +45,7 @@ class ImageSource:
     stream: Optional[Dataset] = None          # batches of {"images", "labels"} (streamed)
     cache: Optional[ImageCache] = None
     channels_last: bool = False
+    unlabelled_reason: str = "has no class sub-folders"   # ends the error of a run that needs labels
     _on_device: Dict[str, torch.Tensor] = field(default_factory=dict, repr=False)
 
     def __len__(self) -> int:
@@ -122,6 +123,14 @@ def _decode_to_memory(items, labels: Optional[List[int]], num_workers: int) -> T
 def open_image_source(args, device: torch.device, local_processes: Optional[int] = None, print_fn: Callable = print,
                       show_progress: bool = True) -> ImageSource:
     """The training images of ``args`` (:class:`GANDataArguments`), in memory or streamed."""
+    source = _open_image_source(args, device, local_processes, print_fn, show_progress)
+    if source.labels is None and args.dataset == "folder" and not args.dataset_name:
+        source.unlabelled_reason = unlabelled_reason(Path(args.data_dir))
+    return source
+
+
+def _open_image_source(args, device: torch.device, local_processes: Optional[int], print_fn: Callable,
+                       show_progress: bool) -> ImageSource:
     S, C = args.image_size, args.channels
     if args.dataset not in ("folder", "imagefolder") and not args.dataset_name:
         # Bundled and torchvision sets come decoded whole anyway (and are small).

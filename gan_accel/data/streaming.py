@@ -18,6 +18,18 @@ from .cache import ImageCache
 from .decode import FolderImages, HFImages
 
 
+class WorkerUserError(UserError):
+    """A :class:`UserError` raised in a DataLoader worker. PyTorch re-raises a worker's exception in
+    the main process as ``type("Caught ... in DataLoader worker process N. Original Traceback ...")``:
+    for a user's mistake that traceback is noise, so this type keeps the original message alone."""
+
+    def __init__(self, message: str) -> None:
+        if message.startswith("Caught ") and "\nOriginal Traceback" in message:
+            last_line = message.rstrip().rsplit("\n", 1)[-1]          # "module.WorkerUserError: the message"
+            message = last_line.split(f"{type(self).__name__}: ", 1)[-1]
+        super().__init__(message)
+
+
 def _batch(images: torch.Tensor, labels: Optional[torch.Tensor], rows: Sequence[int]) -> Dict[str, torch.Tensor]:
     out = {"images": images}
     if labels is not None:
@@ -76,7 +88,7 @@ class DecodedRows(_Batched):
             image, _, err = self.items[row]
             if image is None:
                 # Without the cache there is no decode pass to leave broken files out up front.
-                raise UserError(f"{self.items.describe(row)}: unreadable image ({err}); remove it, or drop "
+                raise WorkerUserError(f"{self.items.describe(row)}: unreadable image ({err}); remove it, or drop "
                                 "--data_cache_dir none so the cache build skips it")
             images.append(image)
         return _batch(torch.stack(images), self.labels, rows)

@@ -24,7 +24,7 @@ from typing import Callable, Dict, List, Optional
 import torch
 
 from ..errors import ConfigError
-from ..loop.guard import NonFiniteError, all_finite
+from ..loop.guard import NonFiniteError, all_finite, what_is_kept
 from ..loop.run import TrainingRun
 from .cadence import Hook
 from .extra_state import check_recipe, extra_tensors, load_extra_states, save_extra_states, write_recipe
@@ -255,8 +255,9 @@ class Engine:
         for fn in self.before_save_fns:
             fn()
         if not self.weights_finite():
-            raise NonFiniteError(f"weights became non-finite at step {self.state.step}; no checkpoint was written and "
-                                 "the last finite one is kept. Lower the learning rates.")
+            raise NonFiniteError(f"weights became non-finite at step {self.state.step}; no checkpoint was written: "
+                                 f"the run stopped {what_is_kept(self.run.checkpoints.latest())}. "
+                                 "Lower the learning rates.")
         return self.run.save(write_extra=self._write_checkpoint_files)
 
     save = save_checkpoint  # the name of the first published API

@@ -38,7 +38,7 @@ class GANTrainer:
             self.data = open_image_source(data_args, accelerator.device, print_fn=accelerator.print,
                                           show_progress=accelerator.is_local_main_process)
         if model_args.conditional and self.data.labels is None:
-            raise ConfigError(f"--conditional needs labelled data; {self.data.name} has no class sub-folders")
+            raise ConfigError(f"--conditional needs labelled data; {self.data.name} {self.data.unlabelled_reason}")
         P = accelerator.num_processes  # checked before the run folder (config.json) is written
         if len(self.data) // train.batch_size < P:  # full batches only (drop_last), one per process at least
             raise ConfigError(f"--batch_size {train.batch_size} x {P} processes is larger than the dataset "

@@ -1,7 +1,8 @@
 """Non-finite guard: skip an update whose gradients are NaN/Inf, stop after too many in a row."""
 from __future__ import annotations
 
-from typing import Iterable
+from pathlib import Path
+from typing import Callable, Iterable, Optional
 
 import torch
 
@@ -21,6 +22,13 @@ def grads_finite(module: torch.nn.Module) -> torch.Tensor:
     return all_finite(p.grad for p in module.parameters() if p.grad is not None)
 
 
+def what_is_kept(latest: Optional[Path]) -> str:
+    """How a stopped run's message ends, true whether or not a checkpoint was written before."""
+    if latest is None:
+        return "before any checkpoint was written"
+    return f"and the last finite checkpoint is kept ({latest})"
+
+
 class NonFiniteGuard:
     """Counts skipped updates on a :class:`TrainState`; raises after ``max_streak`` in a row.
 
@@ -30,9 +38,12 @@ class NonFiniteGuard:
     :meth:`check` (at logging and checkpoint time) reads them and raises if the streak is too long.
     """
 
-    def __init__(self, state, max_streak: int) -> None:
+    def __init__(self, state, max_streak: int,
+                 latest_checkpoint: Optional[Callable[[], Optional[Path]]] = None) -> None:
         self.state = state
         self.max_streak = max_streak
+        # Says what the stop leaves behind: the newest complete checkpoint, or None before any.
+        self.latest_checkpoint = latest_checkpoint
         self._pending = None  # device tensor [streak, total] not yet read back
 
     def record(self, finite, what: str = "gradients") -> bool:
@@ -56,9 +67,14 @@ class NonFiniteGuard:
         if self.state.nonfinite_streak >= self.max_streak:
             raise NonFiniteError(
                 f"{self.state.nonfinite_streak} consecutive updates had non-finite {what} "
-                f"(--max_nonfinite_steps {self.max_streak}); the run stopped and the last finite checkpoint is kept. "
+                f"(--max_nonfinite_steps {self.max_streak}); {self._what_is_kept()}. "
                 "Lower the learning rates or check the data."
             )
+
+    def _what_is_kept(self) -> str:
+        if self.latest_checkpoint is None:
+            return "the run stopped"
+        return f"the run stopped {what_is_kept(self.latest_checkpoint())}"
 
     def check(self, what: str = "gradients") -> None:
         """Read the device counts back (one host sync) and stop the run if the streak is too long."""

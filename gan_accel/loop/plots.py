@@ -9,20 +9,30 @@ import json
 import math
 from collections import defaultdict
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import Callable, Dict, List, Optional, Set, Tuple
 
 from ..errors import UserError
 
 Series = Dict[str, Tuple[List[int], List[float]]]
 
 
-def read_series(metrics_path: Path) -> Series:
+# metrics.jsonl files already told about lines that are not UTF-8: the plots are redrawn at every
+# checkpoint, and one damaged byte is worth one warning per run, not one per redraw.
+_REPORTED_UNDECODABLE: Set[str] = set()
+
+
+def read_series(metrics_path: Path, warn: Optional[Callable[[str], None]] = None) -> Series:
     """``{key: (steps, values)}`` of every numeric, finite value (warnings and nulls skipped).
-    A line cut short by a killed run is skipped too."""
+    A line cut short by a killed run is skipped too, and so is a line that is not UTF-8 (a damaged
+    byte): ``warn`` is told about those once per file."""
     series: Series = defaultdict(lambda: ([], []))
-    for line in Path(metrics_path).read_text().splitlines():
+    undecodable = []
+    for number, raw in enumerate(Path(metrics_path).read_bytes().splitlines(), start=1):
         try:
-            record = json.loads(line)
+            record = json.loads(raw.decode("utf-8"))
+        except UnicodeDecodeError:
+            undecodable.append(number)
+            continue
         except json.JSONDecodeError:
             continue
         step = record.get("step") if isinstance(record, dict) else None
@@ -32,6 +42,11 @@ def read_series(metrics_path: Path) -> Series:
             if key != "step" and isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
                 series[key][0].append(step)
                 series[key][1].append(value)
+    if undecodable and warn is not None and str(metrics_path) not in _REPORTED_UNDECODABLE:
+        _REPORTED_UNDECODABLE.add(str(metrics_path))
+        lines = ", ".join(map(str, undecodable[:5])) + (", ..." if len(undecodable) > 5 else "")
+        warn(f"warning: {metrics_path}: skipped {len(undecodable)} line(s) that are not valid UTF-8 (line {lines}); "
+             "plotted the rest")
     return dict(series)
 
 
@@ -52,14 +67,15 @@ def group_by_prefix(series: Series) -> Dict[str, Series]:
     return dict(groups)
 
 
-def plot_metrics(run_dir: Path) -> List[Path]:
-    """Write ``RUN_DIR/plots/<prefix>.png`` for every key prefix in ``RUN_DIR/metrics.jsonl``."""
+def plot_metrics(run_dir: Path, warn: Optional[Callable[[str], None]] = None) -> List[Path]:
+    """Write ``RUN_DIR/plots/<prefix>.png`` for every key prefix in ``RUN_DIR/metrics.jsonl``
+    (``warn``: see :func:`read_series`)."""
     import matplotlib
 
     matplotlib.use("Agg")  # files only: no display needed, works on any headless machine
     import matplotlib.pyplot as plt
 
-    groups = group_by_prefix(read_series(Path(run_dir) / "metrics.jsonl"))
+    groups = group_by_prefix(read_series(Path(run_dir) / "metrics.jsonl", warn))
     if not groups:
         return []
     out_dir = Path(run_dir) / "plots"
@@ -109,7 +125,7 @@ def plot_run_safely(run_dir: Path, warn: Callable[[str], None]) -> List[Path]:
     if not (Path(run_dir) / "metrics.jsonl").is_file():
         return []
     try:
-        return plot_metrics(run_dir)
+        return plot_metrics(run_dir, warn)
     except Exception as err:  # noqa: BLE001 - any plotting failure
         warn(f"warning: could not write plots to {Path(run_dir) / 'plots'} ({type(err).__name__}: {err})")
         return []

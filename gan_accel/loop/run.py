@@ -83,7 +83,7 @@ class TrainingRun:
         if run.trackers:
             self.accelerator.init_trackers(project, config=_tracker_config(config))
         self.state = TrainState()
-        self.guard = NonFiniteGuard(self.state, run.max_nonfinite_steps)
+        self.guard = NonFiniteGuard(self.state, run.max_nonfinite_steps, latest_checkpoint=self.checkpoints.latest)
         self.stop = GracefulStop(self.accelerator)
         self.logger: Optional[MetricsLogger] = None
         self.stopped_by_signal = False
