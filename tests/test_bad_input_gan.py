@@ -146,6 +146,14 @@ SAMPLE_CASES = {
     "grid is a folder": (lambda e, tmp: [*gen(e), "--grid", str(tmp)], "is a folder"),
     "class_label unconditional": (lambda e, tmp: [*gen(e), "--class_label", "3"], "is not class-conditional"),
     "num_images zero": (lambda e, tmp: [*gen(e), "--num_images", "0"], "--num_images must be > 0"),
+    "class_grid unconditional": (lambda e, tmp: [*gen(e), "--class_grid"], "--class_grid: the generator in"),
+    "truncation negative": (lambda e, tmp: [*gen(e), "--truncation", "-1"], "--truncation must be >= 0"),
+    "resample threshold zero": (lambda e, tmp: [*gen(e), "--truncation", "0", "--truncation_mode", "resample"],
+                                "--truncation must be > 0"),
+    "truncation mode": (lambda e, tmp: [*gen(e), "--truncation_mode", "clip"], "--truncation_mode/--truncation-mode: invalid choice"),
+    "seeds malformed": (lambda e, tmp: [*gen(e), "--seeds", "3,x"], "--seeds '3,x': 'x' is not a seed"),
+    "seeds and num_images": (lambda e, tmp: [*gen(e), "--seeds", "1-3"], "--num_images 2 but --seeds lists 3"),
+    "interpolate one step": (lambda e, tmp: [*gen(e), "--interpolate", "1"], "--interpolate must be >= 2"),
 }
 
 
