@@ -19,6 +19,7 @@ from ..gan.noise import StepNoise
 from ..loop import TrainingRun, build_accelerator
 from .config import CycleGANDataArguments, CycleGANEvalArguments, CycleGANModelArguments, CycleGANTrainArguments
 from .data import load_domains
+from ..models.hub import publish
 from .export import save_translator
 from .models import PatchDiscriminator, ResnetGenerator
 from .pool import ImagePool
@@ -135,9 +136,13 @@ class CycleGANTrainer:
     def finish(self) -> None:
         """Export both generators and write eval_results.json (main process)."""
         out = self.run.output_dir
+        grid = self.save_samples()  # the final translation grid, shown on both model cards
         for direction, name in DIRECTIONS.items():
-            save_translator(self.engine.module(name), out / f"generator_{direction}", direction, self.data_args.image_size)
+            save_translator(self.engine.module(name), out / f"generator_{direction}", direction, self.data_args.image_size,
+                            run_config=self.run.config, samples=grid)
         self.run.print(f"Exported the generators to {out / 'generator_A2B'} and {out / 'generator_B2A'}")
+        for direction in DIRECTIONS:
+            publish(out / f"generator_{direction}", self.run.args, suffix=f"-{direction}")  # --push_to_hub
         if self.evaluators and self.eval_args.evaluate:
             from .evaluate import format_results
 

@@ -17,6 +17,7 @@ from ..engine import BestKeeper, Engine
 from ..errors import ConfigError
 from ..loop import TrainingRun, build_accelerator
 from ..models import build_models, save_generator
+from ..models.hub import publish
 from ..sampling import class_rows, fixed_noise, grid_labels, save_grid
 from .config import GANDataArguments, GANEvalArguments, GANModelArguments, GANTrainArguments
 from .ema import EMA, recalibrate_batchnorm
@@ -120,7 +121,8 @@ class GANTrainer:
         return metrics
 
     def export_best(self, metrics: dict) -> None:
-        save_generator(copy.deepcopy(self._evaluated).cpu(), self.run.output_dir / "best_generator")
+        save_generator(copy.deepcopy(self._evaluated).cpu(), self.run.output_dir / "best_generator",
+                       run_config=self.run.config)
 
     # ---- outputs -----------------------------------------------------------------------
     def calibrated_ema(self) -> torch.nn.Module:
@@ -156,8 +158,9 @@ class GANTrainer:
         try:
             if main and finished and run.state.step >= self.train_args.max_steps:
                 out = run.output_dir / "generator"
-                save_generator(self.calibrated_ema().cpu(), out)  # refuses non-finite weights
+                save_generator(self.calibrated_ema().cpu(), out, run_config=run.config)  # refuses non-finite weights
                 run.print(f"Exported the EMA generator to {out}")
+                publish(out, run.args)  # --push_to_hub
                 self.save_samples()
         finally:
             run.finish()
