@@ -20,7 +20,6 @@ import yaml
 from .errors import ConfigError, UserError
 
 MIXED_PRECISION = ("no", "bf16", "fp16")
-REPORT_TO = ("none", "tensorboard", "all")
 # Fields never written anywhere (config.json, checkpoints, trackers, model cards).
 SECRET_FIELDS = frozenset({"hub_token"})
 
@@ -55,7 +54,7 @@ class RunArguments:
     seed: int = field(default=0, metadata={"help": "Seed for weights, data order, noise and augmentation."})
     mixed_precision: str = choice("no", MIXED_PRECISION, "Autocast precision (fp32 is the CPU default: bf16 is slow on AVX2-only CPUs, fp16 is GPU-only).")
     gradient_accumulation_steps: int = field(default=1, metadata={"help": "Micro-batches per optimizer update (all optimizers share this clock)."})
-    report_to: str = choice("none", REPORT_TO, "Accelerate trackers to log to, besides OUTPUT_DIR/metrics.jsonl.")
+    report_to: str = field(default="none", metadata={"help": "Experiment trackers besides OUTPUT_DIR/metrics.jsonl: none, all (every installed one) or a comma-separated list of tensorboard, wandb, mlflow, aim, comet_ml, clearml, dvclive, swanlab, trackio."})
     log_every: int = field(default=20, metadata={"help": "Optimizer steps between log lines (the only host syncs of the hot loop)."})
     checkpointing_steps: int = field(default=500, metadata={"help": "Optimizer steps between checkpoints (0: only at the end and on a signal)."})
     checkpoints_total_limit: int = field(default=2, metadata={"help": "Complete checkpoints kept; older ones are deleted."})
@@ -75,7 +74,7 @@ class RunArguments:
         if not self.output_dir:
             raise ConfigError("--output_dir must be a folder path")
         check_choice("mixed_precision", self.mixed_precision, MIXED_PRECISION)
-        check_choice("report_to", self.report_to, REPORT_TO)
+        self.trackers  # noqa: B018  # an unknown or uninstalled tracker fails here, before any file is written
         check_positive("gradient_accumulation_steps", self.gradient_accumulation_steps)
         check_positive("log_every", self.log_every)
         check_positive("checkpointing_steps", self.checkpointing_steps, allow_zero=True)
@@ -88,7 +87,9 @@ class RunArguments:
 
     @property
     def trackers(self) -> list:
-        return {"none": [], "tensorboard": ["tensorboard"], "all": ["tensorboard"]}[self.report_to]
+        from .loop.trackers import parse_report_to
+
+        return parse_report_to(self.report_to)
 
 
 # Renamed fields: a checkpoint written before the rename records the old name.

@@ -19,6 +19,7 @@ from ..gan.noise import StepNoise
 from ..loop import TrainingRun, build_accelerator
 from .config import CycleGANDataArguments, CycleGANEvalArguments, CycleGANModelArguments, CycleGANTrainArguments
 from .data import load_domains
+from ..loop.trackers import log_image
 from ..models.hub import publish
 from .export import save_translator
 from .models import PatchDiscriminator, ResnetGenerator
@@ -98,8 +99,9 @@ class CycleGANTrainer:
         if not self.run.accelerator.is_main_process:
             return None
         path = self.run.output_dir / "samples" / f"step_{self.run.state.step:06d}.png"
-        return save_translation_grid(self.engine.module("G_AB"), self.engine.module("G_BA"), self.sample_a,
-                                     self.sample_b, path)
+        save_translation_grid(self.engine.module("G_AB"), self.engine.module("G_BA"), self.sample_a, self.sample_b, path)
+        log_image(self.run.accelerator, "samples", path, self.run.state.step)  # --report_to trackers that take images
+        return path
 
     def build_evaluators(self) -> Dict[str, object]:
         """One evaluator per direction (its target-domain classifier and reference statistics are

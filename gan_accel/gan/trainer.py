@@ -16,6 +16,7 @@ from ..data.source import open_image_source
 from ..engine import BestKeeper, Engine
 from ..errors import ConfigError
 from ..loop import TrainingRun, build_accelerator
+from ..loop.trackers import log_image
 from ..models import build_models, save_generator
 from ..models.hub import publish
 from ..sampling import class_rows, fixed_noise, grid_labels, save_grid
@@ -147,7 +148,9 @@ class GANTrainer:
             images, nrow = class_rows(images, self.sample_labels, self.num_classes)
         else:
             nrow = max(1, math.ceil(math.sqrt(len(images))))
-        return save_grid(images, self.run.output_dir / "samples" / f"step_{self.run.state.step:06d}.png", nrow=nrow)
+        path = save_grid(images, self.run.output_dir / "samples" / f"step_{self.run.state.step:06d}.png", nrow=nrow)
+        log_image(self.run.accelerator, "samples", path, self.run.state.step)  # --report_to trackers that take images
+        return path
 
     def train(self) -> Path:
         """Train to --max_steps (or a signal), export the EMA generator when finished, then draw

@@ -39,6 +39,7 @@ from .guard import NonFiniteGuard
 from .metrics_log import MetricsLogger
 from .signals import GracefulStop
 from .state import TrainState
+from .trackers import init_trackers
 
 log = logging.getLogger(__name__)
 
@@ -81,7 +82,7 @@ class TrainingRun:
         self.print(f"accelerator.device: {self.accelerator.device}  processes: {self.accelerator.num_processes}  "
                    f"mixed_precision: {self.accelerator.mixed_precision}")
         if run.trackers:
-            self.accelerator.init_trackers(project, config=_tracker_config(config))
+            init_trackers(self.accelerator, project, _tracker_config(config), self.output_dir)
         self.state = TrainState()
         self.guard = NonFiniteGuard(self.state, run.max_nonfinite_steps)
         self.stop = GracefulStop(self.accelerator)
