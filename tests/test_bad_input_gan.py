@@ -115,6 +115,8 @@ TRAIN_CASES = {
     "data_dir unset": (["--dataset", "folder"], "--dataset folder needs --data_dir"),
     "only corrupt images": (lambda tmp: ["--dataset", "folder", *corrupt_folder(tmp)], "none of the 3 image files could be read"),
     "conditional unlabelled": (lambda tmp: ["--dataset", "folder", *flat_folder(tmp), "--conditional"], "--conditional needs labelled data"),
+    "report_to unknown": (["--report_to", "mlfow"], "--report_to mlfow: unknown tracker mlfow"),
+    "push_to_hub without repo": (["--push_to_hub"], "--push_to_hub needs --hub_model_id USER/NAME"),
     "mnist missing": (lambda tmp: ["--dataset", "mnist", "--data_dir", str(tmp / "mnist")], "--download"),
 }
 

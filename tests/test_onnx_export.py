@@ -14,7 +14,7 @@ pytest.importorskip("onnxruntime")
 from gan_accel.models.onnx_export import run_onnx  # noqa: E402
 
 export_onnx = load_script("export_onnx").main
-TOLERANCE = 1e-5  # float32 kernels differ in summation order; measured 1e-9 to 6e-7 (docs/inspect_ship.md)
+TOLERANCE = 1e-5  # float32 kernels differ in summation order; measured 1e-9 to 2e-6 (docs/inspect_ship.md)
 
 
 @pytest.fixture(scope="module")
