@@ -1,6 +1,7 @@
 """Export a generator (or a CycleGAN translator) to ONNX, for inference with onnxruntime:
 python scripts/export_onnx.py --generator RUN/generator          (writes RUN/generator/model.onnx)
 python scripts/export_onnx.py --translator RUN/generator_A2B --output a2b.onnx
+python scripts/export_onnx.py --generator RUN/best_generator --push_to_hub --hub_model_id USER/NAME  (any export, later)
 Needs the `onnx` extra: pip install 'gan_accel[onnx]'."""
 from __future__ import annotations
 
@@ -21,6 +22,10 @@ class ExportOnnxArguments:
     translator: Optional[str] = field(default=None, metadata={"help": "Exported CycleGAN translator folder (OUTPUT_DIR/generator_A2B or generator_B2A)."})
     output: Optional[str] = field(default=None, metadata={"help": "ONNX file to write (default: model.onnx inside the export folder)."})
     check: bool = field(default=True, metadata={"help": "Run the graph once with onnxruntime and print its largest difference from PyTorch."})
+    push_to_hub: bool = field(default=False, metadata={"help": "Then upload the export folder (weights, model card, model.onnx) to --hub_model_id."})
+    hub_model_id: Optional[str] = field(default=None, metadata={"help": "Hub repo for --push_to_hub, as USER/NAME."})
+    hub_token: Optional[str] = field(default=None, metadata={"help": "Hub token (default: HF_TOKEN or `hf auth login`)."})
+    hub_private: bool = field(default=False, metadata={"help": "Create the --hub_model_id repo as private."})
     debug: bool = field(default=False, metadata={"help": "Show full tracebacks."})
 
     def __post_init__(self) -> None:
@@ -28,6 +33,10 @@ class ExportOnnxArguments:
             raise ConfigError("pass exactly one of --generator DIR and --translator DIR")
         if self.output is not None and Path(self.output).is_dir():
             raise ConfigError(f"--output {self.output}: is a folder; pass a file name such as model.onnx")
+        if self.push_to_hub and not self.hub_model_id:
+            raise ConfigError("--push_to_hub needs --hub_model_id USER/NAME (the Hub repo to create or update)")
+        if self.push_to_hub and self.output is not None:
+            raise ConfigError("--push_to_hub uploads the export folder with model.onnx in it; drop --output")
 
 
 @cli_entry
@@ -72,6 +81,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if args.check:
         diff = float(abs(torch.from_numpy(run_onnx(out, feeds)) - expected).max())
         print(f"onnxruntime vs PyTorch on 3 inputs: max abs difference {diff:.2e}")
+    if args.push_to_hub:
+        from gan_accel.models.hub import publish
+
+        publish(source, args)
     return 0
 
 

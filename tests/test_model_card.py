@@ -129,3 +129,18 @@ def test_push_to_hub_needs_a_repo_id(tmp_path, capsys):
     line = user_error(train_gan, ["--output_dir", str(tmp_path / "run"), "--push_to_hub"], capsys)
     assert "--push_to_hub needs --hub_model_id" in line
     assert not (tmp_path / "run").exists()
+
+
+def test_export_onnx_pushes_an_existing_export(tmp_path, monkeypatch):
+    pytest.importorskip("onnxruntime")
+    import huggingface_hub
+
+    FakeApi.calls = []
+    monkeypatch.setattr(huggingface_hub, "HfApi", FakeApi)
+    save_generator(tiny_generator(), tmp_path / "best_generator")
+    argv = ["--generator", str(tmp_path / "best_generator"), "--push_to_hub", "--hub_model_id", "me/best"]
+    assert load_script("export_onnx").main(argv) == 0
+    (_, repo, kwargs, _), (_, upload, files) = FakeApi.calls
+    assert repo == "me/best" and upload["folder_path"] == str(tmp_path / "best_generator")
+    assert files == ["README.md", "config.json", "model.onnx", "model.safetensors", "samples.png"]
+    assert "DCGANGenerator.from_pretrained('me/best')" in (tmp_path / "best_generator" / "README.md").read_text()

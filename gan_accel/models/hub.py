@@ -4,6 +4,7 @@ metadata, a sample grid, the training settings, the metrics with how they were m
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 from typing import Optional, Sequence
@@ -166,6 +167,17 @@ def publish(folder: Path, run, suffix: str = "") -> Optional[str]:
     ``-A2B`` for the second translator of a CycleGAN run); nothing otherwise."""
     if not getattr(run, "push_to_hub", False):
         return None
-    url = push_export(Path(folder), run.hub_model_id + suffix, token=run.hub_token, private=run.hub_private)
+    repo_id = run.hub_model_id + suffix
+    retarget_card(Path(folder), repo_id)
+    url = push_export(Path(folder), repo_id, token=run.hub_token, private=run.hub_private)
     print(f"Pushed {folder} to https://huggingface.co/{run.hub_model_id + suffix} ({url})", flush=True)
     return url
+
+
+def retarget_card(folder: Path, repo_id: str) -> None:
+    """Point the card's loading line at ``repo_id``: a card written before the upload was decided
+    (an export pushed later, with scripts/export_onnx.py) loads from the local folder."""
+    card = Path(folder) / CARD
+    if card.is_file():
+        text = card.read_text()
+        card.write_text(re.sub(r"\.from_pretrained\((['\"]).*?\1\)", f".from_pretrained({repo_id!r})", text))
