@@ -1,7 +1,7 @@
 """Export a generator (or a CycleGAN translator) to ONNX, for inference with onnxruntime:
 python scripts/export_onnx.py --generator RUN/generator          (writes RUN/generator/model.onnx)
 python scripts/export_onnx.py --translator RUN/generator_A2B --output a2b.onnx
-python scripts/export_onnx.py --generator RUN/best_generator --push_to_hub --hub_model_id USER/NAME  (any export, later)
+python scripts/export_onnx.py --generator RUN/best_generator --push_to_hub --hub_model_id USER/NAME
 Needs the `onnx` extra: pip install 'gan_accel[onnx]'."""
 from __future__ import annotations
 

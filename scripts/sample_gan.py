@@ -58,7 +58,8 @@ class SampleArguments:
         if self.grid is not None:
             check_image_path("grid", self.grid)
         if Path(self.output_dir).exists() and not Path(self.output_dir).is_dir():
-            raise ConfigError(f"--output_dir {self.output_dir}: is a file, not a folder; pass a folder for the PNG files")
+            raise ConfigError(f"--output_dir {self.output_dir}: is a file, not a folder; "
+                              "pass a folder for the PNG files")
 
 
 def parse_seeds(text: str) -> list:

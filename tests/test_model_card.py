@@ -34,7 +34,8 @@ def tiny_generator(num_classes=0):
 
 def test_generator_card_metadata_metrics_and_settings(tmp_path):
     run_config = {"dataset": "mnist", "lr_g": 0.0002, "max_steps": 4}
-    metrics = [{"name": "FID", "value": 12.5, "protocol": PROTOCOL}, {"name": "precision", "value": 0.7, "protocol": {}}]
+    metrics = [{"name": "FID", "value": 12.5, "protocol": PROTOCOL},
+               {"name": "precision", "value": 0.7, "protocol": {}}]
     save_generator(tiny_generator(), tmp_path / "g", run_config=run_config, metrics=metrics)
     card = ModelCard.load(tmp_path / "g" / "README.md")
     data = card.data
@@ -67,7 +68,8 @@ def test_the_cards_loading_line_runs(tmp_path):
 def test_translator_card(tmp_path):
     grid = tmp_path / "grid.png"
     Image.new("RGB", (40, 20)).save(grid)
-    save_translator(ResnetGenerator(1, 8, 1), tmp_path / "t", "A2B", 16, run_config={"dataset": "digits"}, samples=grid)
+    save_translator(ResnetGenerator(1, 8, 1), tmp_path / "t", "A2B", 16, run_config={"dataset": "digits"},
+                    samples=grid)
     text = (tmp_path / "t" / "README.md").read_text()
     assert ModelCard.load(tmp_path / "t" / "README.md").data.pipeline_tag == "image-to-image"
     assert (tmp_path / "t" / "samples.png").read_bytes() == grid.read_bytes()

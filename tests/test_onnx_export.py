@@ -89,6 +89,7 @@ def test_missing_onnxruntime_is_one_line(exports, capsys, monkeypatch):
     import importlib.util
 
     real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "onnxruntime" else real(name, *a))
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "onnxruntime" else real(name, *a))
     line = one_line_error(export_onnx, ["--generator", str(exports / "dcgan")], capsys)
     assert "pip install 'gan_accel[onnx]'" in line and "onnxruntime" in line

@@ -99,7 +99,8 @@ def test_conditional_labels_and_class_grid(exports, tmp_path):
     # A row per class (3), a column per seed (3): 16 px tiles with 2 px padding.
     assert pixels(out / "class_grid.png").shape[:2] == (3 * 18 + 2, 3 * 18 + 2)
     one = sample(exports, tmp_path / "one", "--seeds", "9", "--class_label", "2", name="cond")
-    assert json.loads((one / "seeds.json").read_text())["images"] == [{"file": "000000.png", "seed": 9, "class_label": 2}]
+    listed = json.loads((one / "seeds.json").read_text())["images"]
+    assert listed == [{"file": "000000.png", "seed": 9, "class_label": 2}]
 
 
 def test_interpolation_grid_and_gif(exports, tmp_path):

@@ -48,7 +48,8 @@ def metrics_section(metrics: Sequence[dict]) -> str:
     if not metrics:
         return "No metric was measured for this export."
     rows = ["| metric | value |", "|---|---|"] + [f"| {m['name']} | {m['value']} |" for m in metrics]
-    protocols = [f"- **{m['name']}**: `{json.dumps(m['protocol'], sort_keys=True)}`" for m in metrics if m.get("protocol")]
+    protocols = [f"- **{m['name']}**: `{json.dumps(m['protocol'], sort_keys=True, default=str)}`"
+                 for m in metrics if m.get("protocol")]
     return "\n".join(rows + (["", "Protocol (how each number was measured):", *protocols] if protocols else []))
 
 
