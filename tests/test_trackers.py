@@ -84,3 +84,16 @@ def test_wandb_offline_run_gets_the_sample_grids(tracked_run):
     need("wandb")
     (run_dir,) = (tracked_run / "wandb").glob("offline-run-*")
     assert len(list((run_dir / "files" / "media" / "images").glob("samples_*.png"))) >= 2
+
+
+def test_a_tracker_that_cannot_start_is_one_line(tmp_path, capsys, monkeypatch):
+    need("mlflow")
+    import mlflow
+
+    def refuse(*args, **kwargs):
+        raise PermissionError("the tracking server refused the login")
+
+    monkeypatch.setattr(mlflow, "search_experiments", refuse)
+    line = user_error(train_gan, [*TINY_GAN, "--output_dir", str(tmp_path / "run"), "--report_to", "mlflow"], capsys)
+    assert "--report_to mlflow: a tracker could not start (the tracking server refused the login)" in line
+    assert not (tmp_path / "run" / "config.json").exists()  # the same command runs once the login is fixed

@@ -75,13 +75,22 @@ def init_trackers(accelerator, project: str, config: dict, output_dir: Path) -> 
         # MLflow 3 refuses a file store unless told otherwise; a database backend would need
         # SQLAlchemy and a server-like set-up, for what is a run folder's private record.
         os.environ.setdefault("MLFLOW_ALLOW_FILE_STORE", "true")
-    try:
-        accelerator.init_trackers(project, config=config, init_kwargs=tracker_init_kwargs(names, output_dir))
-    except Exception as err:  # noqa: BLE001  # login, server and permission errors of nine packages
-        reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        hint = "; for W&B without an account set WANDB_MODE=offline" if "wandb" in names else ""
-        raise UserError(f"--report_to {','.join(names)}: a tracker could not start ({reason}){hint}; "
-                        "or choose another --report_to") from None
+    error = None
+    if accelerator.is_main_process:  # trackers live on the main process only
+        try:
+            accelerator.init_trackers(project, config=config, init_kwargs=tracker_init_kwargs(names, output_dir))
+        except Exception as err:  # noqa: BLE001  # login, server and permission errors of nine packages
+            reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+            hint = "; for W&B without an account set WANDB_MODE=offline" if "wandb" in names else ""
+            error = (f"--report_to {','.join(names)}: a tracker could not start ({reason}){hint}; "
+                     "or choose another --report_to")
+    if accelerator.num_processes > 1:
+        from accelerate.utils import broadcast_object_list
+
+        # The other ranks must fail with the main process, not wait for it at the next collective.
+        error = broadcast_object_list([error])[0]
+    if error:
+        raise UserError(error)
 
 
 def log_image(accelerator, key: str, image_file: Path, step: int) -> list:
