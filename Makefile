@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 DEMO_DIR ?= runs/demo
 
-.PHONY: install demo test test-all bench clean
+.PHONY: install demo test test-all lint clean
 
 install: $(STAMP)
 
@@ -25,6 +25,11 @@ test: $(STAMP)
 
 test-all: $(STAMP)
 	$(PY) -m pytest -q -m ''
+
+# One code style (pyproject.toml [tool.ruff]): lint rules, then formatting, checked, never rewritten here.
+lint: $(STAMP)
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
 
 clean:
 	rm -rf runs .pytest_cache

@@ -1,3 +1,3 @@
-"""gan_accel: custom training loops on Hugging Face Accelerate (two-network GANs, classifiers)."""
+"""gan_accel: custom training loops on Hugging Face Accelerate (GANs, CycleGAN, text classifiers, distillation)."""
 
 __version__ = "0.1.0"

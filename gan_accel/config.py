@@ -47,7 +47,7 @@ def check_positive(flag: str, value: float, allow_zero: bool = False) -> None:
 
 @dataclass
 class RunArguments:
-    """Settings of the shared training loop (both the GAN and the classifier path)."""
+    """Settings of the shared training loop (every training path: GAN, CycleGAN, classifier, distillation)."""
 
     output_dir: str = field(metadata={"help": "Run folder: config, metrics, checkpoints, samples, exports."})
     overwrite_output_dir: bool = field(default=False, metadata={"help": "Delete a previous run in --output_dir instead of refusing to start."})

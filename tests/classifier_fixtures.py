@@ -37,7 +37,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 # Shared with the GAN tests and the benchmark rather than written again here.
-from gan_accel.bench.common import reset_accelerate  # noqa: E402,F401
+from benchmarks.common import reset_accelerate  # noqa: E402,F401
 from helpers import load_script  # noqa: E402,F401
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from gan_accel.bench.common import reset_accelerate
+from benchmarks.common import reset_accelerate
 from helpers import ROOT, TINY_GAN, load_script
 
 train_gan = load_script("train_gan").main

@@ -1,4 +1,4 @@
-"""scripts/bench.py with tiny settings: the JSON has its keys, and the toolkit's GAN loop ends with
+"""benchmarks/bench.py with tiny settings: the JSON has its keys, and the toolkit's GAN loop ends with
 exactly the weights of the plain PyTorch loop (a real check of the comparison, not a timing)."""
 import json
 import os
@@ -6,10 +6,8 @@ import os
 import pytest
 import torch
 
-from gan_accel.bench.gan import GANBenchSetup, PlainContender, ToolkitContender, load_digits, max_abs_diff
-from helpers import load_script
-
-bench = load_script("bench").main
+from benchmarks.bench import main as bench
+from benchmarks.gan import GANBenchSetup, PlainContender, ToolkitContender, load_digits, max_abs_diff
 
 
 @pytest.fixture(autouse=True)
@@ -44,7 +42,7 @@ def test_bench_script_writes_every_key(tmp_path):
     assert set(clf["accuracy"]) == {"toolkit", "trainer", "trainer_grouped"} and clf["optimizer"]["trainer"] == "AdamW"
     assert all(0 <= f < 1 for f in clf["padding_fraction"].values())
     assert smp["images_per_s"]["median"] > 0 and smp["image_shape"] == [1, 16, 16]
-    assert result["machine"]["threads"] == 1 and result["command"].startswith("python scripts/bench.py")
+    assert result["machine"]["threads"] == 1 and result["command"].startswith("python -m benchmarks.bench ")
 
 
 @pytest.mark.parametrize("channels_last", [False, True])

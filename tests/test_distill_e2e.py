@@ -2,6 +2,7 @@
 learns the teacher's predictions, the teacher never changes, the exported student loads in
 ``pipeline`` and ``scripts/predict.py``, each loss term is wired, and a mismatched teacher or
 student is refused with one line before anything is written."""
+import importlib
 import json
 import sys
 from pathlib import Path
@@ -163,7 +164,7 @@ def test_divergence_stops_with_one_line_and_keeps_only_finite_checkpoints(setup,
 def test_bench_help_works(capsys):
     # argparse %-formats help strings: a bare percent sign in one would make --help itself fail.
     with pytest.raises(SystemExit) as info:
-        load_script("bench_distill").main(["--help"])
+        importlib.import_module("benchmarks.bench_distill").main(["--help"])
     assert info.value.code == 0 and "--speed_reps" in capsys.readouterr().out
 
 

@@ -1,6 +1,6 @@
 """The efficiency knobs do what they say: gradient checkpointing changes memory, not maths; bf16
 autocast trains; LocalSGD trains on two processes. (Their cost is measured by
-scripts/bench_knobs.py; see the README's "Efficient training" table.)"""
+benchmarks/bench_knobs.py; see the "Efficient training" table in docs/benchmarks.md.)"""
 import json
 import os
 import subprocess
@@ -40,7 +40,7 @@ def test_gradient_checkpointing_gives_the_same_update(tmp_path):
 def test_bf16_autocast_trains_the_gan(tmp_path):
     common = [*TINY_GAN, "--max_steps", "4", "--log_every", "2", "--checkpointing_steps", "0"]
     assert train_gan([*common, "--output_dir", str(tmp_path / "fp32")]) == 0
-    from gan_accel.bench.common import reset_accelerate
+    from benchmarks.common import reset_accelerate
 
     reset_accelerate()  # Accelerate's precision is process-wide
     try:

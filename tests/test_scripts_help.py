@@ -1,9 +1,9 @@
-"""``--help`` of every script in scripts/: exit 0 and a usage text listing the flags.
+"""``--help`` of every script in scripts/ and every benchmark command in benchmarks/: exit 0 and a usage text listing the flags.
 
 argparse %-formats every help string, so a bare ``%`` in a field's help (``~30% more``) turned
 ``--help`` itself into an error while every argument error says "run with --help".
 """
-import sys
+import importlib
 from pathlib import Path
 
 import pytest
@@ -11,21 +11,29 @@ import pytest
 from helpers import ROOT, load_script
 
 SCRIPTS = sorted(p.stem for p in (ROOT / "scripts").glob("*.py"))
+# The benchmarks run as ``python -m benchmarks.NAME`` from a checkout: their commands are the bench_* modules.
+BENCHMARKS = sorted(f"benchmarks.{p.stem}" for p in (ROOT / "benchmarks").glob("bench*.py"))
 
 
 def test_the_list_covers_the_scripts():
     assert {"train_gan", "train_classifier", "predict", "sample_gan", "evaluate_gan", "make_tiny_model"} <= set(SCRIPTS)
 
 
-@pytest.mark.parametrize("name", SCRIPTS)
+def test_the_list_covers_the_benchmarks():
+    assert {"benchmarks.bench", "benchmarks.bench_data", "benchmarks.bench_knobs", "benchmarks.bench_distill"} <= set(
+        BENCHMARKS)
+
+
+@pytest.mark.parametrize("name", SCRIPTS + BENCHMARKS)
 def test_help_exits_0_and_prints_usage(name, capsys):
-    module = load_script(name)
+    module = importlib.import_module(name) if name.startswith("benchmarks.") else load_script(name)
+    source = Path(module.__file__).read_text()
     with pytest.raises(SystemExit) as info:
         module.main(["--help"])
     out, err = capsys.readouterr()
     assert info.value.code == 0, err
     assert out.startswith("usage: ") and "--help" in out
-    if "parse_config" in (ROOT / "scripts" / f"{name}.py").read_text():  # plot_run.py takes a folder, no config
+    if "parse_config" in source:  # plot_run.py takes a folder, no config
         assert "--config" in out
     assert "error" not in err
     # The script's own description is shown (its docstring's first line, modulo re-wrapping).

@@ -2,7 +2,7 @@
 classes, a validation split that does not depend on the cap, and the real thing is big enough."""
 from pathlib import Path
 
-from gan_accel.classifier.stdlib_corpus import FAMILIES, collect, make_corpus, split
+from benchmarks.stdlib_corpus import FAMILIES, collect, make_corpus, split
 
 
 def write(root: Path, relative: str, *docs: str) -> None:

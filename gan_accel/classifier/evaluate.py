@@ -32,8 +32,9 @@ def gather_predictions(accelerator, model, eval_dl):
         inputs = {k: v for k, v in batch.items() if k != "labels"}
         logits = model(**inputs).logits.float()                                   # [B, num_labels]
         loss = F.cross_entropy(logits, batch["labels"], reduction="none")         # [B]
-        p, y, l = accelerator.gather_for_metrics((logits.argmax(dim=-1), batch["labels"], loss))
-        preds.append(p.cpu()), labels.append(y.cpu()), losses.append(l.cpu())
+        gathered = accelerator.gather_for_metrics((logits.argmax(dim=-1), batch["labels"], loss))
+        for store, tensor in zip((preds, labels, losses), gathered):
+            store.append(tensor.cpu())
     model.train(was_training)
     return torch.cat(preds), torch.cat(labels), torch.cat(losses)
 

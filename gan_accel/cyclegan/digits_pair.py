@@ -6,7 +6,7 @@ strokes (each image dilated with a 3x3 maximum filter). Going from A to B is a s
 
 Why not also invert B (black ink on white, the first design): with the polarity flipped, the
 cycle loss was as happy with a generator that maps every 4 to a plausible 9 and back, and
-measured class preservation was 0.03 after 560 updates (README, "Translate images").
+measured class preservation was 0.03 after 560 updates (docs/cyclegan.md).
 
 A and B come from DISJOINT halves of the images (a fixed seeded split), so no digit appears in
 both domains and no pair is ever seen. Labels are kept for evaluation (class preservation).

@@ -1,4 +1,4 @@
-"""Loop utilities shared by every training path (GAN and classifier): accelerator set-up, run
+"""Loop utilities shared by every training path (GAN, CycleGAN, classifier, distillation): accelerator set-up, run
 folder, progress and metrics, checkpoints, signals, non-finite guard."""
 from .accel import build_accelerator, prepare_output_dir, print_and_save_config
 from .checkpoint import CheckpointManager

@@ -9,7 +9,7 @@ length. The task (which package does this docstring document?) is learnable from
 comparison can also compare final accuracy. Used by the benchmark; reusable by anyone who needs
 real text offline::
 
-    python -m gan_accel.classifier.docstrings --output_dir data/docstrings
+    python -m benchmarks.docstrings --output_dir data/docstrings
 """
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ import sysconfig
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from .synthetic import write_rows
+from gan_accel.classifier.synthetic import write_rows
 
 # label -> standard-library packages (folders) whose docstrings carry it: packages whose wording
 # is their own. Left out: packages that mostly re-describe another one (idlelib is a tkinter
@@ -106,7 +106,7 @@ def make_docstring_corpus(folder: Path, validation_share: float = 0.2, seed: int
 
 
 def main(argv=None) -> int:
-    """``python -m gan_accel.classifier.docstrings --output_dir DIR``: write DIR/train.csv and
+    """``python -m benchmarks.docstrings --output_dir DIR``: write DIR/train.csv and
     DIR/validation.jsonl from this Python's standard library."""
     import argparse
 

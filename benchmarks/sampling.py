@@ -6,15 +6,13 @@ import shutil
 import time
 from pathlib import Path
 
-import torch
-
 from .common import summary, synchronize
 
 
 def bench_sampling(generator_dir: Path, num_images: int, batch_size: int, reps: int, out_dir: Path, device="cpu",
                    log=print) -> dict:
-    from ..models import load_generator
-    from ..sampling import generate_images, save_individual
+    from gan_accel.models import load_generator
+    from gan_accel.sampling import generate_images, save_individual
 
     G = load_generator(generator_dir).to(device)
     generate_images(G, min(num_images, batch_size), batch_size=batch_size, seed=0)  # warm-up
@@ -38,7 +36,7 @@ def bench_sampling(generator_dir: Path, num_images: int, batch_size: int, reps: 
 
 def export_generator(trainer, out: Path) -> Path:
     """The toolkit's export (calibrated EMA generator), as ``train_gan.py`` writes it."""
-    from ..models import save_generator
+    from gan_accel.models import save_generator
 
     save_generator(trainer.calibrated_ema().cpu(), out)
     return out

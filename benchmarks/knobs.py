@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 
 # name -> (extra flags, processes). Global batch 32 everywhere, so every variant makes the same updates.
 VARIANTS: Dict[str, tuple] = {
@@ -51,8 +51,8 @@ class KnobSetup:
 def make_inputs(setup: KnobSetup, folder: Path) -> Dict[str, Path]:
     import random
 
-    from ..classifier.synthetic import make_rows, write_rows
-    from ..classifier.tiny import TinyModelArguments, make_tiny_model
+    from gan_accel.classifier.synthetic import make_rows, write_rows
+    from gan_accel.classifier.tiny import TinyModelArguments, make_tiny_model
 
     folder.mkdir(parents=True, exist_ok=True)
 

@@ -46,23 +46,23 @@ class DistillBenchArguments:
 
 
 def _run_args(args: DistillBenchArguments, name: str, seed: Optional[int] = None):
-    from ..config import RunArguments
+    from gan_accel.config import RunArguments
 
     return RunArguments(output_dir=str(Path(args.output_dir) / name), overwrite_output_dir=True,
                         seed=args.seed if seed is None else seed, checkpointing_steps=0, log_every=50)
 
 
 def _train_args(args: DistillBenchArguments, epochs: int):
-    from ..classifier.config import ClassifierTrainArguments
+    from gan_accel.classifier.config import ClassifierTrainArguments
 
     return ClassifierTrainArguments(optimizer="adamw", learning_rate=args.learning_rate, weight_decay=0.01,
                                     num_train_epochs=epochs, batch_size=args.batch_size)
 
 
 def train_teacher(args: DistillBenchArguments, data_args) -> Path:
-    from ..classifier.config import ClassifierModelArguments
-    from ..classifier.tiny import TinyModelArguments, make_tiny_model
-    from ..classifier.train import train_classifier
+    from gan_accel.classifier.config import ClassifierModelArguments
+    from gan_accel.classifier.tiny import TinyModelArguments, make_tiny_model
+    from gan_accel.classifier.train import train_classifier
 
     tiny = make_tiny_model(TinyModelArguments(
         train_file=data_args.train_file, output_dir=str(Path(args.output_dir) / "tiny"), vocab_size=args.vocab_size,
@@ -75,8 +75,8 @@ def train_teacher(args: DistillBenchArguments, data_args) -> Path:
 
 def distill(args: DistillBenchArguments, data_args, teacher: Path, name: str, seed: int, max_steps: Optional[int] = None,
             **loss) -> dict:
-    from ..classifier.distill import DistillArguments, DistillModelArguments
-    from ..classifier.distill.train import train_distill
+    from gan_accel.classifier.distill import DistillArguments, DistillModelArguments
+    from gan_accel.classifier.distill.train import train_distill
 
     reset_accelerate()
     model_args = DistillModelArguments(teacher_model_name_or_path=str(teacher), student_from_teacher=True,
@@ -124,8 +124,9 @@ def cache_speedup(args: DistillBenchArguments, data_args, teacher: Path, seed: i
 
 
 def run_bench(args: DistillBenchArguments) -> dict:
-    from ..classifier.config import ClassifierDataArguments
-    from ..classifier.stdlib_corpus import make_corpus
+    from gan_accel.classifier.config import ClassifierDataArguments
+
+    from .stdlib_corpus import make_corpus
 
     set_threads(args.threads)
     corpus = make_corpus(Path(args.output_dir) / "data", per_class=args.per_class, seed=args.seed)

@@ -9,7 +9,7 @@ shared across classes (``Return``, ``object``, ``the``...) and no single cue wor
 the synthetic sentiment corpus, and it ships with every Python. The examples depend on the
 Python version (3.11 here); ``make_corpus`` prints the counts.
 
-    python -m gan_accel.classifier.stdlib_corpus --output_dir data/stdlib
+    python -m benchmarks.stdlib_corpus --output_dir data/stdlib
 """
 from __future__ import annotations
 
@@ -20,8 +20,9 @@ from collections import Counter
 from pathlib import Path
 from typing import Dict, List, Optional
 
+from gan_accel.classifier.synthetic import write_rows
+
 from .docstrings import DEFINITIONS, TEST_FOLDERS, file_docstrings
-from .synthetic import write_rows
 
 FAMILIES: Dict[str, tuple] = {
     "gui": ("tkinter", "idlelib", "turtle", "turtledemo"),
@@ -76,7 +77,10 @@ def split(rows: List[dict], per_class: int, val_fraction: float, seed: int) -> D
         rng.shuffle(group)
         kept += group[:per_class]
     rng.shuffle(kept)
-    in_val = lambda r: int(hashlib.sha256(r["text"].encode()).hexdigest(), 16) % 1000 < val_fraction * 1000
+
+    def in_val(row: dict) -> bool:  # by a hash of the text: the same split on every machine and run
+        return int(hashlib.sha256(row["text"].encode()).hexdigest(), 16) % 1000 < val_fraction * 1000
+
     return {"train": [r for r in kept if not in_val(r)], "validation": [r for r in kept if in_val(r)]}
 
 

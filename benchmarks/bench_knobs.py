@@ -1,21 +1,18 @@
 """Measure the efficient-training knobs (gradient accumulation, gradient checkpointing, bf16,
 Adam/AdamW/Adafactor, 2 processes, LocalSGD) on the classifier path: one process per variant.
 
-    OMP_NUM_THREADS=1 python scripts/bench_knobs.py --output_json docs/knobs_cpu.json
+    OMP_NUM_THREADS=1 python -m benchmarks.bench_knobs --output_json benchmarks/results/knobs_cpu.json
 """
 from __future__ import annotations
 
 import json
-import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional, Sequence
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # runnable from a checkout without install
-
-from gan_accel.config import check_positive, parse_config  # noqa: E402
-from gan_accel.errors import ConfigError, cli_entry  # noqa: E402
+from gan_accel.config import check_positive, parse_config
+from gan_accel.errors import ConfigError, cli_entry
 
 
 @dataclass
@@ -31,7 +28,7 @@ class KnobArguments:
     debug: bool = field(default=False, metadata={"help": "Show full tracebacks."})
 
     def __post_init__(self) -> None:
-        from gan_accel.bench.knobs import VARIANTS
+        from benchmarks.knobs import VARIANTS
 
         for name in self.variants.split(","):
             if name not in VARIANTS:
@@ -43,7 +40,7 @@ class KnobArguments:
 @cli_entry
 def main(argv: Optional[Sequence[str]] = None) -> int:
     (args,) = parse_config((KnobArguments,), argv, description=__doc__)
-    from gan_accel.bench.knobs import KnobSetup, bench_knobs
+    from benchmarks.knobs import KnobSetup, bench_knobs
 
     setup = KnobSetup(n_train=args.n_train, dim=args.dim, n_layers=args.n_layers, threads=args.threads)
     folder = Path(args.work_dir or tempfile.mkdtemp(prefix="knobs-"))

@@ -1,7 +1,7 @@
 """Benchmark the toolkit's loops against a plain PyTorch loop (GAN) and transformers.Trainer
 (classifier), plus sampling throughput, in ONE process with the contenders interleaved:
 
-    OMP_NUM_THREADS=1 python scripts/bench.py --output_json bench.json
+    OMP_NUM_THREADS=1 python -m benchmarks.bench --output_json bench.json
 
 Prints a table (medians and max-min spread over repetitions) and writes the JSON
 (``gan.ratio_vs_plain``, ``classifier.CORPUS.ratio_vs_trainer`` and ``.ratio_vs_trainer_grouped``,
@@ -15,11 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional, Sequence
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # runnable from a checkout without install
-
-from gan_accel.bench.corpora import CORPORA  # noqa: E402
-from gan_accel.config import check_choice, check_positive, choice, parse_config  # noqa: E402
-from gan_accel.errors import ConfigError, cli_entry  # noqa: E402
+from benchmarks.corpora import CORPORA
+from gan_accel.config import check_choice, check_positive, choice, parse_config
+from gan_accel.errors import ConfigError, cli_entry
 
 PARTS = ("gan", "classifier", "sampling")
 GAN_VARIANTS = ("channels_last", "compile", "bf16", "fp16")
@@ -72,9 +70,9 @@ class BenchArguments:
 @cli_entry
 def main(argv: Optional[Sequence[str]] = None) -> int:
     (args,) = parse_config((BenchArguments,), argv, description=__doc__)
-    from gan_accel.bench.report import run_benchmark, table, write_json
+    from benchmarks.report import run_benchmark, table, write_json
 
-    command = "python scripts/bench.py " + shlex.join(list(argv) if argv is not None else sys.argv[1:])
+    command = "python -m benchmarks.bench " + shlex.join(list(argv) if argv is not None else sys.argv[1:])
     result = run_benchmark(args, command=command)
     print(table(result))
     print(f"Wrote {write_json(result, Path(args.output_json))}")

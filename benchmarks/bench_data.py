@@ -1,6 +1,6 @@
 """Benchmark the image-data paths on a generated folder (>= 50,000 JPEGs at 64 px by default):
 
-    python scripts/bench_data.py --output_json bench_data.json
+    python -m benchmarks.bench_data --output_json bench_data.json
 
 Time to the first step for the first run (decode cache built) and the second (cache opened), in
 memory and streamed; peak RSS of both modes at two dataset sizes; streamed images/s as a ratio of
@@ -10,15 +10,12 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional, Sequence
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # runnable from a checkout without install
-
-from gan_accel.config import check_positive, parse_config  # noqa: E402
-from gan_accel.errors import ConfigError, cli_entry  # noqa: E402
+from gan_accel.config import check_positive, parse_config
+from gan_accel.errors import ConfigError, cli_entry
 
 
 @dataclass
@@ -52,7 +49,7 @@ class BenchDataArguments:
 @cli_entry
 def main(argv: Optional[Sequence[str]] = None) -> int:
     (args,) = parse_config((BenchDataArguments,), argv, description=__doc__)
-    from gan_accel.bench.data import report, run_data_bench
+    from benchmarks.data import report, run_data_bench
 
     out = run_data_bench(args)
     print(report(out))

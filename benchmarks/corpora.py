@@ -4,7 +4,7 @@ measure.
 - ``synthetic``: generated sentences of 9-15 words (nearly equal lengths: grouping by length has
   nothing to remove; what is left is the loops' fixed cost per update).
 - ``docstrings``: real text, the standard library's docstrings labelled by package
-  (:mod:`gan_accel.classifier.docstrings`, 6 labels, ~1,650 train / ~410 validation): mostly one
+  (:mod:`benchmarks.docstrings`, 6 labels, ~1,650 train / ~410 validation): mostly one
   line, some pages long, so a random batch of 32 is ~70% padding tokens.
 """
 from __future__ import annotations
@@ -56,9 +56,10 @@ def default_setup(corpus: str, **overrides) -> ClassifierBenchSetup:
 
 def make_inputs(setup: ClassifierBenchSetup, folder: Path) -> Dict[str, Path]:
     """The corpus (train.csv, validation.jsonl) and the tiny model on its vocabulary (offline)."""
-    from ..classifier.docstrings import make_docstring_corpus
-    from ..classifier.synthetic import make_corpus
-    from ..classifier.tiny import TinyModelArguments, make_tiny_model
+    from gan_accel.classifier.synthetic import make_corpus
+    from gan_accel.classifier.tiny import TinyModelArguments, make_tiny_model
+
+    from .docstrings import make_docstring_corpus
 
     data = Path(folder) / "data"
     if setup.corpus == "docstrings":

@@ -39,7 +39,7 @@ class GANBenchSetup:
 
 
 def load_digits(setup: GANBenchSetup):
-    from ..data import load_image_data
+    from gan_accel.data import load_image_data
 
     return load_image_data("digits", image_size=setup.image_size, channels=1)
 
@@ -48,9 +48,9 @@ def load_digits(setup: GANBenchSetup):
 def build_toolkit(setup: GANBenchSetup, out_dir: Path, *, channels_last: bool = False, mixed_precision: str = "no",
                   compile: bool = False):
     """A GANTrainer exactly as ``train_gan.py`` builds it, with periodic files off."""
-    from ..config import RunArguments
-    from ..gan.config import GANDataArguments, GANModelArguments, GANTrainArguments
-    from ..gan.trainer import GANTrainer
+    from gan_accel.config import RunArguments
+    from gan_accel.gan.config import GANDataArguments, GANModelArguments, GANTrainArguments
+    from gan_accel.gan.trainer import GANTrainer
 
     reset_accelerate()
     data = GANDataArguments(dataset="digits", image_size=setup.image_size, channels=1)
@@ -118,7 +118,7 @@ class PlainGAN:
     """
 
     def __init__(self, setup: GANBenchSetup, images_u8: torch.Tensor, device, channels_last: bool = False) -> None:
-        from ..models import build_models
+        from gan_accel.models import build_models
 
         self.setup, self.device = setup, torch.device(device)
         torch.manual_seed(setup.seed)

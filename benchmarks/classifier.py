@@ -2,7 +2,7 @@
 length-grouped batches, longest-first evaluation) against ``transformers.Trainer`` with its defaults
 and with length-grouped batches (``train_sampling_strategy="group_by_length"``, the
 ``group_by_length=True`` of older versions), on the same tiny DistilBERT, data, batch, epochs,
-schedule and per-epoch evaluation, for each corpus of :mod:`gan_accel.bench.corpora`.
+schedule and per-epoch evaluation, for each corpus of :mod:`benchmarks.corpora`.
 
 Timed: the training loop proper of each (the toolkit's ``train_loop()``; Trainer from
 ``on_train_begin`` to ``on_train_end``), evaluations included. All start from the same weights
@@ -27,7 +27,7 @@ CONTENDERS = ("toolkit", "trainer", "trainer_grouped")
 
 
 def _configs(setup: ClassifierBenchSetup, inputs: Dict[str, Path]):
-    from ..classifier.config import ClassifierDataArguments, ClassifierModelArguments, ClassifierTrainArguments
+    from gan_accel.classifier.config import ClassifierDataArguments, ClassifierModelArguments, ClassifierTrainArguments
 
     data = ClassifierDataArguments(train_file=str(inputs["train"]), validation_file=str(inputs["validation"]),
                                    max_length=setup.max_length)
@@ -39,9 +39,9 @@ def _configs(setup: ClassifierBenchSetup, inputs: Dict[str, Path]):
 
 def run_toolkit(setup: ClassifierBenchSetup, inputs: Dict[str, Path], out_dir: Path) -> Dict[str, float]:
     """``train_classifier``'s steps, with the loop timed apart from the set-up."""
-    from ..classifier.data import build_dataloaders
-    from ..classifier.train import ClassifierTrainer
-    from ..config import RunArguments
+    from gan_accel.classifier.data import build_dataloaders
+    from gan_accel.classifier.train import ClassifierTrainer
+    from gan_accel.config import RunArguments
 
     reset_accelerate()
     data_args, model_args, train_args = _configs(setup, inputs)
@@ -76,8 +76,8 @@ def run_trainer(setup: ClassifierBenchSetup, inputs: Dict[str, Path], out_dir: P
     from accelerate.utils import set_seed
     from transformers import DataCollatorWithPadding, Trainer, TrainerCallback, TrainingArguments
 
-    from ..classifier.data import encode_data, read_labelled_rows
-    from ..classifier.model import load_model, load_tokenizer
+    from gan_accel.classifier.data import encode_data, read_labelled_rows
+    from gan_accel.classifier.model import load_model, load_tokenizer
 
     reset_accelerate()
     data_args, model_args, train_args = _configs(setup, inputs)

@@ -1,4 +1,4 @@
-"""The image-data benchmark behind ``scripts/bench_data.py``: in memory vs streamed from the
+"""The image-data benchmark behind ``python -m benchmarks.bench_data``: in memory vs streamed from the
 decode cache, on a generated folder of JPEGs.
 
 Each measurement runs the real trainer (:class:`GANTrainer`, as ``train_gan.py`` builds it) in a
@@ -63,8 +63,8 @@ def child_argv(data_dir: Path, cache_dir: str, in_memory: str, args) -> List[str
 def measure(argv: List[str], out_dir: Path, threads: int, warmup: int, steps: int) -> Dict[str, float]:
     """Run :func:`child` in a fresh interpreter and return its figures."""
     env = {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads),
-           "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
-    code = "import sys, json; from gan_accel.bench.data import child; child(json.loads(sys.argv[1]))"
+           "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    code = "import sys, json; from benchmarks.data import child; child(json.loads(sys.argv[1]))"
     spec = {"argv": [*argv, "--output_dir", str(out_dir)], "threads": threads, "warmup": warmup, "steps": steps,
             "t_start": time.time()}
     proc = subprocess.run([sys.executable, "-c", code, json.dumps(spec)], env=env, capture_output=True, text=True)
@@ -81,9 +81,9 @@ def child(spec: dict) -> None:
     import torch
 
     torch.set_num_threads(spec["threads"])
-    from ..config import RunArguments, parse_config
-    from ..gan.config import GAN_CONFIG_TYPES
-    from ..gan.trainer import GANTrainer
+    from gan_accel.config import RunArguments, parse_config
+    from gan_accel.gan.config import GAN_CONFIG_TYPES
+    from gan_accel.gan.trainer import GANTrainer
 
     with contextlib.redirect_stdout(sys.stderr):
         data, model, train, evaluation, run = parse_config((*GAN_CONFIG_TYPES, RunArguments), spec["argv"])
