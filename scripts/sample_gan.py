@@ -119,8 +119,16 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     import torch
 
     from gan_accel.models import load_generator
-    from gan_accel.sampling import (class_rows, generate_from_latents, interpolation_paths, save_gif, save_grid,
-                                    save_individual, seed_label, seed_latent)
+    from gan_accel.sampling import (
+        class_rows,
+        generate_from_latents,
+        interpolation_paths,
+        save_gif,
+        save_grid,
+        save_individual,
+        seed_label,
+        seed_latent,
+    )
 
     G = load_generator(args.generator)
     num_classes = G.num_classes

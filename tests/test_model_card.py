@@ -13,8 +13,8 @@ from PIL import Image
 from gan_accel.cyclegan.export import save_translator
 from gan_accel.cyclegan.models import ResnetGenerator
 from gan_accel.models import build_models, load_generator, save_generator
-from run_fixtures import BASE_FLAGS, run_gan, user_error
 from helpers import load_script
+from run_fixtures import BASE_FLAGS, run_gan, user_error
 
 train_gan = load_script("train_gan").main
 

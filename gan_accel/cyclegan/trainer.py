@@ -17,10 +17,10 @@ from ..engine import Engine
 from ..errors import ConfigError
 from ..gan.noise import StepNoise
 from ..loop import TrainingRun, build_accelerator
-from .config import CycleGANDataArguments, CycleGANEvalArguments, CycleGANModelArguments, CycleGANTrainArguments
-from .data import load_domains
 from ..loop.trackers import log_image
 from ..models.hub import publish
+from .config import CycleGANDataArguments, CycleGANEvalArguments, CycleGANModelArguments, CycleGANTrainArguments
+from .data import load_domains
 from .export import save_translator
 from .models import PatchDiscriminator, ResnetGenerator
 from .pool import ImagePool
