@@ -1,9 +1,12 @@
-"""Evaluate an exported generator: FID/KID, class coverage and the real-data floor.
+"""Evaluate an exported generator: FID/KID, precision/recall, density/coverage, class coverage,
+the real-data floor, and (--nearest) a memorisation check.
 
-    python scripts/evaluate_gan.py --generator runs/digits/generator --dataset digits --num_images 1000
+    python scripts/evaluate_gan.py --generator runs/digits/generator --dataset digits --num_images 1000 --nearest
 
 Prints a summary and writes OUTPUT_DIR/eval_results.json (OUTPUT_DIR defaults to the generator
-folder). The domain classifier and the real reference statistics are cached under --cache_dir.
+folder) with every number's bootstrap interval and its metric protocol (compare two results with
+scripts/compare_metrics.py A.json B.json); --nearest adds OUTPUT_DIR/nearest.png. The domain
+classifier and the real reference statistics are cached under --cache_dir.
 """
 from __future__ import annotations
 
@@ -17,6 +20,7 @@ from gan_accel.config import check_choice, check_positive, choice, parse_config
 from gan_accel.data import DATASETS, load_image_data
 from gan_accel.errors import ConfigError, UserError, cli_entry
 from gan_accel.metrics import FEATURE_EXTRACTORS, GANEvaluator, format_result
+from gan_accel.metrics.bootstrap import BOOTSTRAP_RESAMPLES
 
 
 @dataclass
@@ -37,6 +41,13 @@ class EvalArguments:
     inception_weights: Optional[str] = field(default=None, metadata={"help": "Inception-v3 FID weights file (weights-inception-2015-12-05-6726825d.pth)."})
     min_classifier_accuracy: float = field(default=0.9, metadata={"help": "Held-out accuracy the domain classifier must reach to be used."})
     device: str = field(default="cpu", metadata={"help": "Device for the generator and the features (cpu, cuda, cuda:1)."})
+    bootstrap: int = field(default=BOOTSTRAP_RESAMPLES, metadata={
+        "help": "Bootstrap resamples behind each metric's 95 percent interval (0: no intervals)."})
+    nearest: bool = field(default=False, metadata={
+        "help": "Memorisation check: the copy rate and OUTPUT_DIR/nearest.png, generated images beside their "
+                "nearest training images (features and pixels)."})
+    nearest_rows: int = field(default=16, metadata={
+        "help": "Rows of nearest.png: the generated images closest to a training image, most suspicious first."})
     debug: bool = field(default=False, metadata={"help": "Show full tracebacks instead of one-line errors."})
 
     def __post_init__(self) -> None:
@@ -53,6 +64,11 @@ class EvalArguments:
             raise ConfigError(f"--channels must be 1 or 3; got {self.channels}")
         if not 0.0 <= self.min_classifier_accuracy <= 1.0:
             raise ConfigError(f"--min_classifier_accuracy must be in [0, 1]; got {self.min_classifier_accuracy}")
+        check_positive("bootstrap", self.bootstrap, allow_zero=True)
+        check_positive("nearest_rows", self.nearest_rows)
+        if self.output_dir and Path(self.output_dir).exists() and not Path(self.output_dir).is_dir():
+            raise ConfigError(f"--output_dir {self.output_dir}: is a file, not a folder; "
+                              "pass a folder for eval_results.json")
 
 
 @cli_entry
@@ -75,16 +91,37 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     evaluator = GANEvaluator(
         real, feature_extractor=args.feature_extractor, num_images=args.num_images, cache_dir=args.cache_dir,
         device=args.device, seed=args.seed, batch_size=args.batch_size, inception_weights=args.inception_weights,
-        min_classifier_accuracy=args.min_classifier_accuracy,
+        min_classifier_accuracy=args.min_classifier_accuracy, bootstrap_resamples=args.bootstrap,
     )
     result = evaluator.evaluate_full(G)
     print(format_result(result))
     out_dir = Path(args.output_dir or args.generator)
     out_dir.mkdir(parents=True, exist_ok=True)
+    record = {**asdict(result), "config": asdict(args)}
+    if args.nearest:
+        record["memorisation"] = write_nearest(evaluator, G, args.nearest_rows, out_dir)
     path = out_dir / "eval_results.json"
-    path.write_text(json.dumps({**asdict(result), "config": asdict(args)}, indent=2) + "\n")
+    path.write_text(json.dumps(record, indent=2) + "\n")
     print(f"wrote {path}")
     return 0
+
+
+def write_nearest(evaluator: GANEvaluator, G, rows: int, out_dir: Path) -> dict:
+    """The memorisation check: prints the copy rates, writes OUTPUT_DIR/nearest.png, returns the report."""
+    from torchvision.utils import save_image
+
+    from gan_accel.metrics.memorisation import check_memorisation
+
+    report, grid = check_memorisation(evaluator, G, rows=rows)
+    grid_path = out_dir / "nearest.png"
+    save_image(grid, grid_path)
+    report["grid"] = str(grid_path)
+    verdict = "no sign of copying"
+    if report["copying"]:
+        verdict = "COPYING: many samples are nearer the training set than real held-out images"
+    print(f"copy rate: {report['copy_rate_features']:.1%} in features, {report['copy_rate_pixels']:.1%} in pixels "
+          f"(about {report['percentile']:g}% for fresh images of the data): {verdict}; nearest images in {grid_path}")
+    return report
 
 
 if __name__ == "__main__":

@@ -183,6 +183,26 @@ def test_evaluate_gan_refuses_conflicts_at_once(exports, tmp_path, capsys, flags
     assert snapshot(tmp_path, exports) == before  # no classifier trained, nothing cached
 
 
+EVALUATE_CASES = {
+    **{name: SAMPLE_CASES[name] for name in ("not an export", "missing folder", "config.json only",
+                                             "truncated weights", "run folder", "classifier folder")},
+    "output_dir is a file": (lambda e, tmp: [*gen(e), "--output_dir", str(tmp / "notes.txt")], "--output_dir"),
+    "bootstrap negative": (lambda e, tmp: [*gen(e), "--bootstrap", "-1"], "--bootstrap must be >= 0"),
+    "nearest_rows zero": (lambda e, tmp: [*gen(e), "--nearest", "--nearest_rows", "0"], "--nearest_rows must be > 0"),
+}
+
+
+@pytest.mark.parametrize("case", list(EVALUATE_CASES))
+def test_evaluate_gan_bad_input(exports, tmp_path, capsys, case):
+    flags, match = EVALUATE_CASES[case]
+    (tmp_path / "notes.txt").write_text("a user's file")
+    before = snapshot(tmp_path, exports)
+    argv = ["--cache_dir", str(tmp_path / "cache"), *flags(exports, tmp_path)]
+    line = one_line_error(SCRIPTS["evaluate_gan"], argv, capsys)
+    assert match in line, line
+    assert snapshot(tmp_path, exports) == before   # nothing cached, no eval_results.json
+
+
 def test_evaluate_gan_on_a_classifier_folder(exports, tmp_path, capsys):
     line = one_line_error(SCRIPTS["evaluate_gan"], [*gen(exports, "classifier"), "--cache_dir", str(tmp_path)], capsys)
     assert "not a generator" in line and "distilbert" in line

@@ -43,6 +43,10 @@ def test_oracle_and_identity_translators(cache_dir):
     assert oracle.fid < identity.fid / 5 and oracle.fid_at_floor_size < 3 * oracle.fid_floor
     assert oracle.class_preservation > 0.85 and identity.class_preservation < oracle.class_preservation - 0.1
     assert oracle.num_floor == min(300, round(len(b) * 0.2)) and oracle.classifier_accuracy > 0.8
+    # Every FID carries its interval and protocol; the two translators were measured alike.
+    assert oracle.fid_interval[0] <= oracle.fid <= oracle.fid_interval[1]
+    assert oracle.protocol == identity.protocol and oracle.protocol["num_fake"] == 300
+    assert oracle.protocol["dataset"] == b.name and oracle.protocol["real_split_size"] == len(b) - oracle.num_floor
 
 
 def test_training_run_writes_eval_results(tmp_path, cache_dir, monkeypatch):
@@ -57,5 +61,6 @@ def test_training_run_writes_eval_results(tmp_path, cache_dir, monkeypatch):
         r = results[direction]
         assert r["num_translated"] == 100 and 0 <= r["class_preservation"] <= 1
         assert r["fid_floor"] > 0 and r["fid_untranslated"] > r["fid_floor"]
+        assert r["protocol"]["num_fake"] == 100 and len(r["fid_interval"]) == 2
     logged = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
-    assert any("eval/A2B/class_preservation" in r for r in logged)
+    assert any("eval/A2B/class_preservation" in r and "eval/A2B/fid_ci_high" in r for r in logged)

@@ -169,6 +169,10 @@ def test_evaluation_during_training_keeps_the_best_generator(tmp_path):
     for r in evals:
         assert r["eval/fid"] > r["eval/fid_floor"] >= 0 and 0 < r["eval/classes_covered"] <= 10
         assert r["eval/classifier_accuracy"] >= 0.9
+        # Fidelity/diversity, intervals and the protocol id reach metrics.jsonl through the trainer as it is.
+        assert all(0 <= r[f"eval/{m}"] for m in ("precision", "recall", "density", "coverage"))
+        assert r["eval/fid_ci_low"] <= r["eval/fid"] <= r["eval/fid_ci_high"]
+        assert (out / "cache" / "protocol" / f"{int(r['eval/protocol_id']):012x}.json").is_file()
     best = min(evals, key=lambda r: r["eval/fid"])
     assert evals[-1]["eval/best_fid"] == best["eval/fid"]
     assert (out / "best_generator" / "model.safetensors").is_file()

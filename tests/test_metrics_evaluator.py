@@ -2,6 +2,7 @@
 Inception error path and scripts/evaluate_gan.py."""
 import importlib.util
 import json
+import math
 import sys
 from pathlib import Path
 
@@ -83,8 +84,48 @@ def test_real_images_score_near_the_floor_and_noise_far_above(evaluator, digits)
     assert real_like["eval/num_generated"] == NUM_IMAGES
     assert 2 <= real_like["eval/num_floor"] <= NUM_IMAGES
     expected = {"eval/fid", "eval/kid_mean", "eval/kid_std", "eval/fid_floor", "eval/kid_floor_mean",
-                "eval/classes_covered", "eval/coverage_kl", "eval/classifier_accuracy"}
+                "eval/classes_covered", "eval/coverage_kl", "eval/classifier_accuracy", "eval/precision",
+                "eval/recall", "eval/density", "eval/coverage", "eval/fid_ci_low", "eval/fid_ci_high",
+                "eval/precision_ci_low", "eval/recall_ci_high", "eval/protocol_id"}
     assert expected <= set(real_like) and all(isinstance(v, float) for v in real_like.values())
+    # Fidelity and diversity, in the same domain features: real digits are inside the real
+    # manifold and cover it; uniform noise is nowhere near it.
+    assert real_like["eval/precision"] > 0.8 and real_like["eval/recall"] > 0.8 and real_like["eval/coverage"] > 0.9
+    assert noise["eval/precision"] < 0.05 and noise["eval/density"] < 0.05
+    assert real_like["eval/fid_ci_low"] <= real_like["eval/fid"] <= real_like["eval/fid_ci_high"]
+
+
+def test_every_result_carries_its_protocol(evaluator, digits):
+    from gan_accel.metrics.protocol import MUST_MATCH, protocol_id
+
+    result = evaluator.evaluate_full(RealImagesG(digits))
+    protocol = result.protocol
+    assert set(MUST_MATCH) | {"seed", "bootstrap"} <= set(protocol)
+    assert protocol["feature_extractor"] == "domain" and len(protocol["feature_weights_sha256"]) == 64
+    assert protocol["num_fake"] == NUM_IMAGES and protocol["num_real"] == evaluator.distance.num_real
+    assert protocol["real_split_size"] == len(digits) - len(evaluator.heldout_idx)
+    assert protocol["bootstrap"]["resamples"] == 20 and protocol["seed"] == 0
+    hex_id = protocol_id(protocol)
+    assert result.flat()["eval/protocol_id"] == int(hex_id, 16)
+    assert json.loads((evaluator.cache_dir / "protocol" / f"{hex_id}.json").read_text()) == protocol
+
+
+class NanG(nn.Module):
+    """A diverged generator: one NaN image per batch."""
+
+    z_dim, num_classes = 4, 0
+
+    def forward(self, z, labels=None):
+        x = torch.rand(z.shape[0], 1, 32, 32) * 2 - 1
+        x[0] = float("nan")
+        return x
+
+
+def test_a_diverged_generator_scores_nan_instead_of_crashing(evaluator):
+    # Before: LAPACK's eigenvalue solver segfaulted on the NaN features, killing the training run.
+    out = evaluator.evaluate(NanG())
+    assert math.isnan(out["eval/fid"]) and math.isnan(out["eval/kid_mean"]) and math.isnan(out["eval/precision"])
+    assert "eval/fid_ci_low" not in out and out["eval/num_generated"] == NUM_IMAGES
 
 
 def test_collapsed_generator_covers_one_class(evaluator, digits):
@@ -95,6 +136,8 @@ def test_collapsed_generator_covers_one_class(evaluator, digits):
     out = full.flat()
     assert out["eval/classes_covered"] == 1
     assert out["eval/coverage_kl"] > 1.0
+    # Every sample looks like a real zero (precision kept) but nine classes are missed.
+    assert out["eval/precision"] > 0.8 and out["eval/recall"] < 0.3 and out["eval/coverage"] < 0.3
 
 
 def test_conditional_generator_accuracy(evaluator, digits):
@@ -161,15 +204,26 @@ def test_evaluate_gan_script_end_to_end(tmp_path, cache, evaluator, capsys):
     save_generator(G, tmp_path / "generator")
     script = _load_script()
     rc = script.main(["--generator", str(tmp_path / "generator"), "--dataset", "digits", "--num_images", str(NUM_IMAGES),
-                      "--cache_dir", str(cache), "--output_dir", str(tmp_path / "eval")])
+                      "--cache_dir", str(cache), "--output_dir", str(tmp_path / "eval"), "--nearest",
+                      "--nearest_rows", "5", "--bootstrap", "10"])
     assert rc == 0
     results = json.loads((tmp_path / "eval" / "eval_results.json").read_text())
     for key in ("fid", "kid_mean", "kid_std", "fid_floor", "kid_floor_mean", "kid_floor_std", "num_generated",
-                "num_reference", "num_floor", "classifier_accuracy", "classes_covered", "coverage_kl", "class_histogram"):
+                "num_reference", "num_floor", "classifier_accuracy", "classes_covered", "coverage_kl",
+                "class_histogram", "precision", "recall", "density", "coverage", "intervals", "protocol",
+                "memorisation"):
         assert key in results, key
     assert results["num_generated"] == NUM_IMAGES and results["fid"] > results["fid_floor"]
     assert results["config"]["feature_extractor"] == "domain"
-    assert "FID" in capsys.readouterr().out
+    assert results["protocol"]["num_fake"] == NUM_IMAGES and results["protocol"]["bootstrap"]["resamples"] == 10
+    assert set(results["intervals"]) == {"fid", "kid", "precision", "recall", "density", "coverage"}
+    # An untrained generator makes blobs: nothing like a copy of a training digit.
+    assert results["memorisation"]["copying"] is False
+    from PIL import Image
+
+    assert Image.open(tmp_path / "eval" / "nearest.png").size[1] == 5 * 34 + 2   # 5 rows of 32 px + padding
+    out = capsys.readouterr().out
+    assert "FID" in out and "precision" in out and "copy rate" in out
 
 
 def test_evaluate_gan_script_errors_are_one_line(tmp_path, capsys):

@@ -31,6 +31,14 @@ def test_series_keep_numbers_and_group_by_prefix(tmp_path):
     assert sorted(groups) == ["eval", "loss", "lr"] and sorted(groups["eval"]) == ["eval/accuracy", "eval/fid"]
 
 
+def test_precision_and_recall_get_their_own_plot():
+    keys = ["eval/fid", "eval/fid_ci_low", "eval/precision", "eval/recall_ci_high", "eval/coverage",
+            "eval/coverage_kl", "eval/density", "eval/protocol_id"]
+    groups = group_by_prefix({key: ([1], [0.5]) for key in keys})
+    assert set(groups["eval_fidelity"]) == {"eval/precision", "eval/recall_ci_high", "eval/coverage", "eval/density"}
+    assert set(groups["eval"]) == {"eval/fid", "eval/fid_ci_low", "eval/coverage_kl"}   # class-coverage KL stays
+
+
 def test_a_run_writes_plots_of_every_group(tmp_path):
     run = tmp_path / "run"
     assert run_gan(run, "--max_steps", "2", "--checkpointing_steps", "0") == 0

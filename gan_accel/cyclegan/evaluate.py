@@ -12,15 +12,17 @@
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-from typing import Dict, Iterator, Optional
+from dataclasses import asdict, dataclass, field
+from typing import Dict, Iterator, List, Optional
 
 import torch
 import torch.nn as nn
 
 from ..data import ImageData, to_float_images
 from ..metrics import DomainFeatures, DomainTrainSettings, FeatureDistance, load_or_train_domain_model
-from ..metrics.cache import resolve_cache_dir
+from ..metrics.bootstrap import BOOTSTRAP_LEVEL, BOOTSTRAP_RESAMPLES, bootstrap_intervals
+from ..metrics.cache import data_fingerprint, resolve_cache_dir
+from ..metrics.protocol import metric_protocol, real_data_protocol, weights_sha256
 from ..metrics.split import split_indices
 
 # A domain of the digits pair has ~720 training images: 12 passes (instead of the GAN path's 5)
@@ -40,6 +42,8 @@ class TranslationResult:
     num_floor: int
     classifier_accuracy: float          # the target-domain classifier on held-out target images
     class_preservation: Optional[float] = None   # labelled domains only
+    fid_interval: List[float] = field(default_factory=list)   # bootstrap over the translations (metrics.bootstrap)
+    protocol: Dict[str, object] = field(default_factory=dict)  # how FID was measured (metrics.protocol)
 
 
 class TranslationEvaluator:
@@ -72,6 +76,10 @@ class TranslationEvaluator:
         self.source_idx = torch.randperm(len(source), generator=gen)[:num_images]
         self.fid_untranslated = self.distance.score(self._batches(source, self.source_idx))["fid"]
         self.labelled = source.labels is not None and target.labels is not None and source.class_names == target.class_names
+        self.protocol_base = dict(feature_extractor="domain", feature_weights_sha256=weights_sha256(features),
+                                  **real_data_protocol(target, len(train_idx), data_fingerprint(target)), seed=seed,
+                                  bootstrap_resamples=BOOTSTRAP_RESAMPLES, bootstrap_level=BOOTSTRAP_LEVEL)
+        self.seed = seed
 
     def _batches(self, data: ImageData, idx: torch.Tensor) -> Iterator[torch.Tensor]:
         for chunk in idx.split(self.batch_size):
@@ -94,13 +102,23 @@ class TranslationEvaluator:
             fid=scores["fid"], fid_at_floor_size=same_size["fid"], fid_floor=self.fid_floor,
             fid_untranslated=self.fid_untranslated, num_translated=int(scores["num_images"]),
             num_reference=self.distance.num_real, num_floor=self.num_floor,
-            classifier_accuracy=self.classifier_accuracy, class_preservation=preservation)
+            classifier_accuracy=self.classifier_accuracy, class_preservation=preservation,
+            fid_interval=bootstrap_intervals(*self.distance.last_features(), seed=self.seed)["fid"],
+            protocol=metric_protocol(**self.protocol_base, num_real=self.distance.num_real,
+                                     num_fake=int(scores["num_images"])))
 
 
 def flat_metrics(results: Dict[str, TranslationResult], prefix: str = "eval/") -> Dict[str, float]:
-    """``{"eval/A2B/fid": ..., "eval/B2A/class_preservation": ...}`` for metrics.jsonl."""
-    return {f"{prefix}{direction}/{k}": float(v) for direction, r in results.items()
-            for k, v in asdict(r).items() if v is not None}
+    """``{"eval/A2B/fid": ..., "eval/B2A/class_preservation": ..., "eval/A2B/fid_ci_low": ...}`` for
+    metrics.jsonl (the protocol is in eval_results.json)."""
+    out = {}
+    for direction, result in results.items():
+        for key, value in asdict(result).items():
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                out[f"{prefix}{direction}/{key}"] = float(value)
+        if result.fid_interval:
+            out[f"{prefix}{direction}/fid_ci_low"], out[f"{prefix}{direction}/fid_ci_high"] = result.fid_interval
+    return out
 
 
 def format_results(results: Dict[str, TranslationResult]) -> str:

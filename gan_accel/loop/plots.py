@@ -35,10 +35,20 @@ def read_series(metrics_path: Path) -> Series:
     return dict(series)
 
 
+# Precision, recall, density and coverage (and their intervals) get their own plot: on FID's
+# scale their 0..1 values would be a flat line. The protocol id is a label, not a quantity.
+FIDELITY_KEYS = ("eval/precision", "eval/recall", "eval/density", "eval/coverage")
+
+
 def group_by_prefix(series: Series) -> Dict[str, Series]:
     groups: Dict[str, Series] = defaultdict(dict)
     for key in sorted(series):
-        groups[key.split("/")[0] if "/" in key else "other"][key] = series[key]
+        if key.endswith("/protocol_id"):
+            continue
+        prefix = key.split("/")[0] if "/" in key else "other"
+        if key.split("_ci_")[0] in FIDELITY_KEYS:
+            prefix = "eval_fidelity"
+        groups[prefix][key] = series[key]
     return dict(groups)
 
 

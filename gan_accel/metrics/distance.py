@@ -10,7 +10,7 @@ the caller's RNG.
 from __future__ import annotations
 
 import warnings
-from typing import Dict, Iterable, Optional
+from typing import Dict, Iterable, Optional, Tuple
 
 import torch
 import torch.nn as nn
@@ -112,6 +112,15 @@ class FeatureDistance:
         self.kid.real_features = [state["kid.real_features"].to(self.device)]
         self.num_real = int(state["num_real"])
 
+    def reference_features(self) -> torch.Tensor:
+        """The reference features ``[N, D]`` in the order they were fed (KID keeps them)."""
+        return torch.cat(self.kid.real_features)
+
+    def last_features(self) -> Tuple[torch.Tensor, torch.Tensor]:
+        """``(real [N, D], fake [M, D])``: the reference features and those of the last :meth:`score`
+        call, for metrics computed in the same feature space."""
+        return self.reference_features(), torch.cat(self.kid.fake_features)
+
     def score(self, batches: Iterable[torch.Tensor]) -> Dict[str, float]:
         """``{"fid", "kid_mean", "kid_std", "num_images"}`` of the images in ``batches`` against the reference."""
         if self.num_real < 2:
@@ -121,6 +130,12 @@ class FeatureDistance:
         n = sum(self._update(b, real=False) for b in batches)
         if n < 2:
             raise ValueError(f"FID/KID need at least 2 images; got {n}")
+        if not torch.isfinite(torch.cat(self.kid.fake_features)).all():
+            # A diverged generator (NaN/inf images): LAPACK's eigenvalue solver behind FID crashes
+            # the whole process on non-finite input (a segfault in MKL, no exception), so score NaN,
+            # which the trainer never keeps as the best.
+            nan = float("nan")
+            return {"fid": nan, "kid_mean": nan, "kid_std": nan, "num_images": float(n)}
         self.kid.subset_size = kid_subset_size(self.num_real, n)
         fid = self.fid.compute()
         # KID draws its subsets with torch.randperm on the global CPU generator: seed it in a fork

@@ -9,8 +9,10 @@ with the domain extractor.
 """
 from __future__ import annotations
 
+import contextlib
+import json
 import logging
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Dict, Iterator, List, Optional, Tuple
 
@@ -19,11 +21,14 @@ import torch.nn as nn
 
 from ..data import ImageData, to_float_images
 from ..errors import UserError
+from .bootstrap import BOOTSTRAP_LEVEL, BOOTSTRAP_RESAMPLES, bootstrap_intervals
 from .cache import data_fingerprint, load_cached, resolve_cache_dir, save_atomic, settings_key, tensor_hash
 from .coverage import COVERAGE_MIN_SHARE_RATIO, class_coverage, conditional_accuracy
-from .distance import FeatureDistance
+from .distance import FeatureDistance, kid_subset_size
 from .domain import DomainFeatures, DomainModel, DomainTrainSettings, load_or_train_domain_model
+from .fidelity import K_DENSITY_COVERAGE, K_PRECISION_RECALL, per_sample_scores
 from .inception import load_inception_features
+from .protocol import metric_protocol, protocol_id, real_data_protocol, weights_sha256
 from .split import split_indices
 
 log = logging.getLogger(__name__)
@@ -57,13 +62,31 @@ class EvalResult:
     # the floor's own real reference (FID is biased upwards at small sizes, so compare these two).
     fid_at_floor_size: Optional[float] = None
     kid_at_floor_size_mean: Optional[float] = None
+    # Fidelity and diversity apart (gan_accel.metrics.fidelity), in the same features as FID,
+    # against as many real reference images as were generated.
+    precision: Optional[float] = None
+    recall: Optional[float] = None
+    density: Optional[float] = None
+    coverage: Optional[float] = None
+    # {"fid": [low, high], "kid": ..., "precision": ...}: bootstrap intervals (gan_accel.metrics.bootstrap).
+    intervals: Dict[str, List[float]] = field(default_factory=dict)
+    # How these numbers were measured (gan_accel.metrics.protocol.metric_protocol).
+    protocol: Dict[str, object] = field(default_factory=dict)
 
     def flat(self, prefix: str = "eval/") -> Dict[str, float]:
-        """The scalar figures as floats under namespaced keys (for trackers and metrics.jsonl)."""
+        """The scalar figures as floats under namespaced keys (for trackers and metrics.jsonl), with
+        each interval as ``eval/<metric>_ci_low``/``_ci_high`` and ``eval/protocol_id``: the protocol's
+        12 hex digits read as an integer (the full protocol is in CACHE_DIR/protocol/<hex>.json)."""
         out = {}
         for key, value in asdict(self).items():
             if isinstance(value, (int, float)) and not isinstance(value, bool):
                 out[prefix + key] = float(value)
+        for name, (low, high) in self.intervals.items():
+            out[f"{prefix}{name}_ci_low"] = float(low)
+            out[f"{prefix}{name}_ci_high"] = float(high)
+        if self.protocol:
+            # 12 hex digits are 48 bits: exact in a float64, so the id survives JSON and trackers.
+            out[prefix + "protocol_id"] = float(int(protocol_id(self.protocol), 16))
         return out
 
 
@@ -81,6 +104,20 @@ def format_result(result: EvalResult) -> str:
                      f"domain classifier held-out accuracy {result.classifier_accuracy:.4f}")
     if result.conditional_accuracy is not None:
         lines.append(f"conditional accuracy: {result.conditional_accuracy:.4f}")
+    if result.precision is not None:
+        ci = result.intervals
+
+        def shown(name: str) -> str:
+            value = getattr(result, name)
+            return f"{name} {value:.3f}" + (f" [{ci[name][0]:.3f}, {ci[name][1]:.3f}]" if name in ci else "")
+
+        lines.append(", ".join(shown(name) for name in ("precision", "recall", "density", "coverage")))
+    if result.intervals.get("fid"):
+        level = result.protocol.get("bootstrap", {}).get("level", BOOTSTRAP_LEVEL)
+        fid_low, fid_high = result.intervals["fid"]
+        kid_low, kid_high = result.intervals["kid"]
+        lines.append(f"{level:.0%} bootstrap interval: FID [{fid_low:.4f}, {fid_high:.4f}]  "
+                     f"KID [{kid_low:.5f}, {kid_high:.5f}]")
     return "\n".join(lines)
 
 
@@ -101,6 +138,9 @@ class GANEvaluator:
     max_reference_images:    cap on the real training images behind the reference statistics.
     kid_subsets:             random subsets KID averages over.
     classifier:              training settings of the domain classifier.
+    bootstrap_resamples:     resamples behind each metric's interval (0: no intervals).
+    k_precision_recall:      k of the k-NN balls of precision and recall.
+    k_density_coverage:      k of the k-NN balls of density and coverage.
     """
 
     def __init__(self, real: ImageData, feature_extractor: str = "domain", num_images: int = 1000,
@@ -108,7 +148,9 @@ class GANEvaluator:
                  inception_weights: Optional[str] = None, min_classifier_accuracy: float = 0.9,
                  heldout_fraction: float = 0.2, max_reference_images: int = 10000, kid_subsets: int = 50,
                  coverage_min_share_ratio: float = COVERAGE_MIN_SHARE_RATIO,
-                 classifier: DomainTrainSettings = DomainTrainSettings()) -> None:
+                 classifier: DomainTrainSettings = DomainTrainSettings(),
+                 bootstrap_resamples: int = BOOTSTRAP_RESAMPLES, k_precision_recall: int = K_PRECISION_RECALL,
+                 k_density_coverage: int = K_DENSITY_COVERAGE) -> None:
         if feature_extractor not in FEATURE_EXTRACTORS:
             raise UserError(f"--feature_extractor must be one of {', '.join(FEATURE_EXTRACTORS)}; got {feature_extractor!r}")
         if num_images < 2:
@@ -117,8 +159,12 @@ class GANEvaluator:
         self.device = torch.device(device or "cpu")
         self.seed, self.batch_size = seed, batch_size
         self.coverage_min_share_ratio = coverage_min_share_ratio
+        self.bootstrap_resamples = bootstrap_resamples
+        self.k_precision_recall = k_precision_recall
+        self.k_density_coverage = k_density_coverage
         self.cache_dir = resolve_cache_dir(cache_dir)
         train_idx, heldout_idx = split_indices(len(real), heldout_fraction)
+        self.heldout_idx = heldout_idx
 
         # Inception first: a missing weights file should fail before minutes of classifier training.
         features: Optional[nn.Module] = None
@@ -128,9 +174,17 @@ class GANEvaluator:
         if features is None:
             features = DomainFeatures(self.domain.classifier, self.domain.key)
         features = features.to(self.device).eval()
+        self.features = features
 
         fingerprint = data_fingerprint(real)
         ref_idx = train_idx[:max_reference_images]
+        self.reference_idx = ref_idx
+        self.protocol_base = dict(
+            feature_extractor=feature_extractor, feature_weights_sha256=weights_sha256(features),
+            **real_data_protocol(real, len(train_idx), fingerprint), seed=seed, k_precision_recall=k_precision_recall,
+            k_density_coverage=k_density_coverage, bootstrap_resamples=bootstrap_resamples,
+            bootstrap_level=BOOTSTRAP_LEVEL,
+        )
         self.distance = FeatureDistance(features, kid_subsets, seed, self.device)
         self._load_or_set_reference(self.distance, ref_idx, features.cache_key, fingerprint)
         self.floor = self._floor(features, train_idx, heldout_idx, kid_subsets, fingerprint)
@@ -219,13 +273,37 @@ class GANEvaluator:
                                 f"{tuple(self.real.images.shape[1:])}; pass the --image_size/--channels it was trained with")
             yield x.float().clamp(-1.0, 1.0), y
 
+    @contextlib.contextmanager
+    def _sampling(self, G: nn.Module) -> Iterator[None]:
+        """G in eval mode and the RNG seeded, both restored afterwards: every sampling of G by this
+        evaluator draws the same images and leaves the caller's random streams where they were."""
+        g_device = next((p.device for p in G.parameters()), self.device)
+        cuda = [g_device.index if g_device.index is not None else torch.cuda.current_device()] if g_device.type == "cuda" else []
+        was_training = G.training
+        G.eval()
+        try:
+            with torch.random.fork_rng(devices=cuda):
+                torch.manual_seed(self.seed)   # for generators that draw their own noise (e.g. noise inputs)
+                yield
+        finally:
+            G.train(was_training)
+
+    @torch.no_grad()
+    def generated_images(self, G: nn.Module) -> torch.Tensor:
+        """The ``num_images`` images an evaluation of ``G`` scores (float [-1, 1], on the CPU)."""
+        with self._sampling(G):
+            return torch.cat([x.cpu() for x, _ in self._generate(G)])
+
+    @torch.no_grad()
+    def features_of(self, images: torch.Tensor) -> torch.Tensor:
+        """FID features ``[N, D]`` (on :attr:`device`) of float [-1, 1] images, in batches."""
+        return torch.cat([self.features(chunk.to(self.device)) for chunk in images.split(self.batch_size)])
+
     @torch.no_grad()
     def evaluate_full(self, G: nn.Module) -> EvalResult:
         """All figures for generator ``G`` (``forward(z, labels=None)``, attributes ``z_dim`` and
         ``num_classes``). G is put in eval mode for the call and restored; the caller's RNG state
         is untouched (the evaluation runs in a forked RNG)."""
-        g_device = next((p.device for p in G.parameters()), self.device)
-        cuda = [g_device.index if g_device.index is not None else torch.cuda.current_device()] if g_device.type == "cuda" else []
         preds: List[torch.Tensor] = []
         conds: List[torch.Tensor] = []
         first: List[torch.Tensor] = []   # the first num_floor generated images, for the same-size score
@@ -246,15 +324,9 @@ class GANEvaluator:
                     first.append(x)
                 yield x
 
-        was_training = G.training
-        G.eval()
-        try:
-            with torch.random.fork_rng(devices=cuda):
-                torch.manual_seed(self.seed)   # for generators that draw their own noise (e.g. noise inputs)
-                scores = self.distance.score(fake_batches())
-                same_size = self.floor_distance.score(torch.cat(first)[: self.num_floor].split(self.batch_size))
-        finally:
-            G.train(was_training)
+        with self._sampling(G):
+            scores = self.distance.score(fake_batches())
+            same_size = self.floor_distance.score(torch.cat(first)[: self.num_floor].split(self.batch_size))
         result = EvalResult(
             fid=scores["fid"], kid_mean=scores["kid_mean"], kid_std=scores["kid_std"],
             fid_floor=self.floor["fid"], kid_floor_mean=self.floor["kid_mean"], kid_floor_std=self.floor["kid_std"],
@@ -269,10 +341,39 @@ class GANEvaluator:
             result.coverage_kl, result.class_histogram = cov["kl"], cov["histogram"]
             if conds and int(getattr(G, "num_classes", 0)) == self.real.num_classes:
                 result.conditional_accuracy = conditional_accuracy(torch.cat(preds), torch.cat(conds))
+        self._add_fidelity_and_protocol(result)
         return result
+
+    def _add_fidelity_and_protocol(self, result: EvalResult) -> None:
+        """Precision/recall/density/coverage, the bootstrap intervals and the protocol, from the
+        features the FID/KID computation just kept (nothing runs through a network again)."""
+        real, fake = self.distance.last_features()
+        # As many real images as generated: both manifolds are then estimated from equal counts,
+        # and the first ones of the (shuffled) reference are a random subset.
+        real_pr = real[: fake.shape[0]]
+        terms = per_sample_scores(real_pr, fake, self.k_precision_recall, self.k_density_coverage)
+        finite = bool(torch.isfinite(fake).all())   # NaN distances would compare False and read as 0
+        for name in ("precision", "recall", "density", "coverage"):
+            setattr(result, name, float(terms[name].mean()) if finite else float("nan"))
+        subset_size = kid_subset_size(real.shape[0], fake.shape[0])
+        result.intervals = bootstrap_intervals(real, fake, terms, subset_size, self.bootstrap_resamples,
+                                               seed=self.seed)
+        result.protocol = metric_protocol(**self.protocol_base, num_real=real.shape[0], num_fake=fake.shape[0],
+                                          kid_subset_size=subset_size)
+        self._save_protocol(result.protocol)
+
+    def _save_protocol(self, protocol: Dict[str, object]) -> None:
+        """CACHE_DIR/protocol/<id>.json, so the ``eval/protocol_id`` logged during training names a
+        readable file (metrics.jsonl and trackers hold numbers only)."""
+        path = self.cache_dir / "protocol" / f"{protocol_id(protocol)}.json"
+        if not path.is_file():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps(protocol, indent=2) + "\n")
 
     def evaluate(self, G: nn.Module) -> Dict[str, float]:
         """Flat float metrics under ``eval/`` keys: ``eval/fid``, ``eval/kid_mean``, ``eval/kid_std``,
         ``eval/fid_floor``, ``eval/kid_floor_mean``, ``eval/classes_covered``, ``eval/coverage_kl``,
-        ``eval/classifier_accuracy``, ``eval/conditional_accuracy`` (when they apply), sizes."""
+        ``eval/classifier_accuracy``, ``eval/conditional_accuracy`` (when they apply), sizes,
+        ``eval/precision``, ``eval/recall``, ``eval/density``, ``eval/coverage``, their
+        ``eval/<name>_ci_low``/``_ci_high`` intervals and ``eval/protocol_id``."""
         return self.evaluate_full(G).flat()
