@@ -146,3 +146,16 @@ def test_export_onnx_pushes_an_existing_export(tmp_path, monkeypatch):
     assert repo == "me/best" and upload["folder_path"] == str(tmp_path / "best_generator")
     assert files == ["README.md", "config.json", "model.onnx", "model.safetensors", "samples.png"]
     assert "DCGANGenerator.from_pretrained('me/best')" in (tmp_path / "best_generator" / "README.md").read_text()
+
+
+def test_card_metrics_from_an_evaluation(tmp_path):
+    from gan_accel.models.hub import card_metrics
+
+    results = {"fid": 31.5, "kid_mean": 0.012, "precision": 0.61, "recall": None, "protocol": PROTOCOL,
+               "intervals": {"fid": [29.0, 34.0], "kid": [0.010, 0.014]}}
+    metrics = card_metrics(results)
+    assert [(m["name"], m["value"]) for m in metrics] == [("fid", 31.5), ("kid_mean", 0.012), ("precision", 0.61)]
+    assert metrics[0]["protocol"] == {**PROTOCOL, "interval": [29.0, 34.0]} and metrics[2]["protocol"] == PROTOCOL
+    save_generator(tiny_generator(), tmp_path / "g", metrics=metrics)
+    fid = ModelCard.load(tmp_path / "g" / "README.md").data.eval_results[0]
+    assert fid.metric_args["interval"] == [29.0, 34.0] and fid.metric_args["num_fake"] == 10000

@@ -53,6 +53,22 @@ def metrics_section(metrics: Sequence[dict]) -> str:
     return "\n".join(rows + (["", "Protocol (how each number was measured):", *protocols] if protocols else []))
 
 
+def card_metrics(results) -> list:
+    """``[{name, value, protocol}]`` for :func:`write_model_card` from an evaluation: an
+    ``eval_results.json`` dict (scripts/evaluate_gan.py), ``dataclasses.asdict`` of a
+    :class:`gan_accel.metrics.evaluator.EvalResult`, or the EvalResult itself. Each metric's protocol
+    is the evaluation's, plus its own bootstrap interval when there is one."""
+    import dataclasses
+
+    from ..metrics.protocol import reported_metrics
+
+    if dataclasses.is_dataclass(results):
+        results = dataclasses.asdict(results)
+    protocol = dict(results.get("protocol") or {})
+    return [{"name": name, "value": value, "protocol": {**protocol, **({"interval": interval} if interval else {})}}
+            for name, value, interval in reported_metrics(results)]
+
+
 def settings_block(run_config: dict) -> str:
     if not run_config:
         return "Not recorded (this export was written outside a training run)."
