@@ -21,7 +21,8 @@ import yaml
 from .errors import ConfigError, UserError
 
 MIXED_PRECISION = ("no", "bf16", "fp16")
-REPORT_TO = ("none", "tensorboard", "all")
+# Fields never written anywhere (config.json, checkpoints, trackers, model cards).
+SECRET_FIELDS = frozenset({"hub_token"})
 
 
 def choice(default: Any, choices: Sequence[str], help: str) -> Any:
@@ -54,7 +55,7 @@ class RunArguments:
     seed: int = field(default=0, metadata={"help": "Seed for weights, data order, noise and augmentation."})
     mixed_precision: str = choice("no", MIXED_PRECISION, "Autocast precision (fp32 is the CPU default: bf16 is slow on AVX2-only CPUs, fp16 is GPU-only).")
     gradient_accumulation_steps: int = field(default=1, metadata={"help": "Micro-batches per optimizer update (all optimizers share this clock)."})
-    report_to: str = choice("none", REPORT_TO, "Accelerate trackers to log to, besides OUTPUT_DIR/metrics.jsonl.")
+    report_to: str = field(default="none", metadata={"help": "Experiment trackers besides OUTPUT_DIR/metrics.jsonl: none, all (every installed one) or a comma-separated list of tensorboard, wandb, mlflow, aim, comet_ml, clearml, dvclive, swanlab, trackio."})
     log_every: int = field(default=20, metadata={"help": "Optimizer steps between log lines (the only host syncs of the hot loop)."})
     checkpointing_steps: int = field(default=500, metadata={"help": "Optimizer steps between checkpoints (0: only at the end and on a signal)."})
     checkpoints_total_limit: int = field(default=2, metadata={"help": "Complete checkpoints kept; older ones are deleted."})
@@ -63,6 +64,10 @@ class RunArguments:
     loss_explosion_factor: float = field(default=1e3, metadata={"help": "Warn (progress bar and metrics.jsonl) when a logged loss exceeds this many times the median of its recent logged values (0: off)."})
     loss_explosion_window: int = field(default=20, metadata={"help": "Logged values of each loss that the explosion check takes the median of."})
     cpu: bool = field(default=False, metadata={"help": "Force the CPU even when a GPU is present."})
+    push_to_hub: bool = field(default=False, metadata={"help": "Upload the export(s) with their model card to the Hugging Face Hub when the run finishes."})
+    hub_model_id: Optional[str] = field(default=None, metadata={"help": "Hub repo for --push_to_hub, as USER/NAME (a CycleGAN run pushes USER/NAME-A2B and USER/NAME-B2A)."})
+    hub_token: Optional[str] = field(default=None, metadata={"help": "Hub token for --push_to_hub (default: HF_TOKEN or `hf auth login`); never written to any file."})
+    hub_private: bool = field(default=False, metadata={"help": "Create the --hub_model_id repo as private."})
     dry_run: bool = field(default=False, metadata={"help": "Print the resolved config and exit."})
     debug: bool = field(default=False, metadata={"help": "Show full tracebacks instead of one-line errors."})
 
@@ -70,7 +75,7 @@ class RunArguments:
         if not self.output_dir:
             raise ConfigError("--output_dir must be a folder path")
         check_choice("mixed_precision", self.mixed_precision, MIXED_PRECISION)
-        check_choice("report_to", self.report_to, REPORT_TO)
+        self.trackers  # noqa: B018  # an unknown or uninstalled tracker fails here, before any file is written
         check_positive("gradient_accumulation_steps", self.gradient_accumulation_steps)
         check_positive("log_every", self.log_every)
         check_positive("checkpointing_steps", self.checkpointing_steps, allow_zero=True)
@@ -78,10 +83,14 @@ class RunArguments:
         check_positive("max_nonfinite_steps", self.max_nonfinite_steps)
         check_positive("loss_explosion_factor", self.loss_explosion_factor, allow_zero=True)
         check_positive("loss_explosion_window", self.loss_explosion_window)
+        if self.push_to_hub and not self.hub_model_id:
+            raise ConfigError("--push_to_hub needs --hub_model_id USER/NAME (the Hub repo to create or update)")
 
     @property
     def trackers(self) -> list:
-        return {"none": [], "tensorboard": ["tensorboard"], "all": ["tensorboard"]}[self.report_to]
+        from .loop.trackers import parse_report_to
+
+        return parse_report_to(self.report_to)
 
 
 # Renamed fields: a checkpoint written before the rename records the old name.
@@ -94,6 +103,7 @@ RESUME_SAFE_FIELDS = frozenset(
         "output_dir", "overwrite_output_dir", "resume_from_checkpoint", "max_steps", "num_train_epochs",
         "log_every", "checkpointing_steps", "checkpoints_total_limit", "sample_every", "eval_every",
         "eval_num_images", "report_to", "max_nonfinite_steps", "dry_run", "debug",
+        "push_to_hub", "hub_model_id", "hub_private",
         "num_sample_images", "inception_weights", "eval_feature_extractor", "eval_cache_dir",
         "loss_explosion_factor", "loss_explosion_window", "eval_batch_size",
         # Speed settings: the same maths (bit-identity of the continuation is then not promised).
@@ -258,7 +268,8 @@ def config_to_dict(*configs: Any) -> dict:
     """Flatten dataclass configs into one JSON-serialisable dict (field names are unique)."""
     out: dict = {}
     for cfg in configs:
-        out.update(dataclasses.asdict(cfg))
+        # Secrets (--hub_token) never reach config.json, checkpoints, trackers or model cards.
+        out.update({k: v for k, v in dataclasses.asdict(cfg).items() if k not in SECRET_FIELDS})
     return out
 
 

@@ -72,3 +72,87 @@ def save_individual(images: torch.Tensor, folder: Path, start: int = 0) -> int:
     for i, img in enumerate(images):
         save_image(img, str(folder / f"{start + i:06d}.png"), normalize=True, value_range=(-1, 1))
     return len(images)
+
+
+# ---- inspection: per-image seeds, truncation, interpolation (scripts/sample_gan.py) -----------
+TRUNCATION_MODES = ("interpolate", "resample")
+
+
+def seed_latent(seed: int, z_dim: int, truncation: float = 1.0, mode: str = "interpolate") -> torch.Tensor:
+    """``[z_dim]`` noise drawn from its own seed, so any one image can be regenerated from its
+    seed alone (a batch drawn from one seed would tie an image to its position in the batch).
+
+    Truncation trick (Brock et al. 2019, Karras et al. 2019): ``interpolate`` moves z toward the
+    mean latent, ``psi * z`` (the mean of N(0, I) is 0; psi=0 gives the mean image, psi=1 plain
+    sampling); ``resample`` redraws every entry with ``|z| > truncation`` (BigGAN's threshold),
+    from the same seeded generator, so the result is still a function of the seed."""
+    gen = torch.Generator().manual_seed(seed)
+    z = torch.randn(z_dim, generator=gen)
+    if mode == "interpolate":
+        return z * truncation
+    if mode != "resample":
+        raise ValueError(f"unknown truncation mode {mode!r}; one of {TRUNCATION_MODES}")
+    if truncation <= 0:
+        raise ValueError("resample truncation needs a threshold > 0")
+    outside = z.abs() > truncation
+    while bool(outside.any()):  # P(|z| > t) < 1 for every t > 0: each round shrinks the set
+        z[outside] = torch.randn(int(outside.sum()), generator=gen)
+        outside = z.abs() > truncation
+    return z
+
+
+def seed_label(seed: int, num_classes: int) -> int:
+    """The class an image gets when no ``--class_label`` is given: a function of its seed (so the
+    seed alone regenerates it), spread evenly over consecutive seeds."""
+    return seed % num_classes
+
+
+def slerp(a: torch.Tensor, b: torch.Tensor, t: float) -> torch.Tensor:
+    """Spherical interpolation for Gaussian latents: the direction moves along the great circle
+    from ``a`` to ``b`` and the norm linearly between theirs. A straight line (lerp) passes through
+    latents of abnormally small norm (|z| of N(0, I) concentrates near sqrt(z_dim); the midpoint
+    of two independent draws has about 1/sqrt(2) of it), which the generator never saw."""
+    norm_a, norm_b = a.norm(), b.norm()
+    unit_a, unit_b = a / norm_a, b / norm_b
+    cos = (unit_a * unit_b).sum().clamp(-1.0, 1.0)
+    omega = torch.arccos(cos)
+    if float(omega) < 1e-6:  # (anti)parallel within float precision: sin(omega) would divide by ~0
+        direction = unit_a * (1 - t) + unit_b * t
+        direction = direction / direction.norm()
+    else:
+        direction = (torch.sin((1 - t) * omega) * unit_a + torch.sin(t * omega) * unit_b) / torch.sin(omega)
+    return direction * ((1 - t) * norm_a + t * norm_b)
+
+
+def interpolation_paths(latents: torch.Tensor, steps: int) -> torch.Tensor:
+    """``[n, steps, z_dim]``: a path of ``steps`` slerp points (both ends included) from each
+    latent to the next one, the last to the first (so the animation loops)."""
+    ts = [i / (steps - 1) for i in range(steps)] if steps > 1 else [0.0]
+    n = len(latents)
+    return torch.stack([torch.stack([slerp(latents[k], latents[(k + 1) % n], t) for t in ts]) for k in range(n)])
+
+
+@torch.no_grad()
+def generate_from_latents(G: nn.Module, z: torch.Tensor, labels: Optional[torch.Tensor],
+                          batch_size: int = 256) -> torch.Tensor:
+    """Images in [-1, 1] (float, CPU) for given latents and labels (``None`` if unconditional)."""
+    device = next(G.parameters()).device
+    out = []
+    for start in range(0, len(z), batch_size):
+        yb = labels[start : start + batch_size].to(device) if labels is not None else None
+        out.append(G(z[start : start + batch_size].to(device), yb).float().clamp_(-1, 1).cpu())
+    return torch.cat(out) if out else torch.empty(0)
+
+
+def save_gif(frames: list, path: Path, duration_ms: int = 80) -> Path:
+    """An animated GIF that loops forever from a list of ``[C, H, W]`` tensors in [-1, 1]."""
+    from PIL import Image
+
+    pictures = []
+    for frame in frames:
+        array = ((frame.clamp(-1, 1) + 1) * 127.5).round().to(torch.uint8).permute(1, 2, 0).numpy()
+        pictures.append(Image.fromarray(array[:, :, 0] if array.shape[2] == 1 else array))
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pictures[0].save(path, save_all=True, append_images=pictures[1:], duration=duration_ms, loop=0)
+    return path

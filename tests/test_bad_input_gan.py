@@ -128,6 +128,8 @@ TRAIN_CASES = {
                                        "has class sub-folders (cats, dogs) but also 1 image(s) at its top level"),
     "stray image named": (lambda tmp: ["--dataset", "folder", *classes_and_a_stray(tmp), "--conditional"],
                           "classes/stray.png), so it is read unlabelled; move them into a class sub-folder"),
+    "report_to unknown": (["--report_to", "mlfow"], "--report_to mlfow: unknown tracker mlfow"),
+    "push_to_hub without repo": (["--push_to_hub"], "--push_to_hub needs --hub_model_id USER/NAME"),
     "mnist missing": (lambda tmp: ["--dataset", "mnist", "--data_dir", str(tmp / "mnist")], "--download"),
 }
 
@@ -159,6 +161,14 @@ SAMPLE_CASES = {
     "grid is a folder": (lambda e, tmp: [*gen(e), "--grid", str(tmp)], "is a folder"),
     "class_label unconditional": (lambda e, tmp: [*gen(e), "--class_label", "3"], "is not class-conditional"),
     "num_images zero": (lambda e, tmp: [*gen(e), "--num_images", "0"], "--num_images must be > 0"),
+    "class_grid unconditional": (lambda e, tmp: [*gen(e), "--class_grid"], "--class_grid: the generator in"),
+    "truncation negative": (lambda e, tmp: [*gen(e), "--truncation", "-1"], "--truncation must be >= 0"),
+    "resample threshold zero": (lambda e, tmp: [*gen(e), "--truncation", "0", "--truncation_mode", "resample"],
+                                "--truncation must be > 0"),
+    "truncation mode": (lambda e, tmp: [*gen(e), "--truncation_mode", "clip"], "--truncation_mode/--truncation-mode: invalid choice"),
+    "seeds malformed": (lambda e, tmp: [*gen(e), "--seeds", "3,x"], "--seeds '3,x': 'x' is not a seed"),
+    "seeds and num_images": (lambda e, tmp: [*gen(e), "--seeds", "1-3"], "--num_images 2 but --seeds lists 3"),
+    "interpolate one step": (lambda e, tmp: [*gen(e), "--interpolate", "1"], "--interpolate must be >= 2"),
 }
 
 

@@ -65,8 +65,9 @@ def test_sample_gan_reads_the_export(run_dir, tmp_path):
     out = tmp_path / "samples"
     assert sample_gan(["--generator", str(run_dir / "generator"), "--num_images", "10", "--output_dir", str(out),
                        "--batch_size", "4", "--grid", str(tmp_path / "grid.png"), "--seed", "3"]) == 0
-    files = sorted(out.iterdir())
+    files = sorted(out.glob("*.png"))
     assert [p.name for p in files] == [f"{i:06d}.png" for i in range(10)]
+    assert (out / "seeds.json").is_file()
     with Image.open(files[0]) as img:
         assert img.size == (16, 16)
     assert (tmp_path / "grid.png").is_file()

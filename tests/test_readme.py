@@ -126,7 +126,7 @@ LAUNCHER_FLAGS = {"--nproc_per_node", "--nnodes", "--node_rank", "--master_addr"
                   "--multi_gpu", "--num_processes", "--num_machines", "--machine_rank", "--main_process_ip",
                   "--main_process_port", "--mixed_precision", "--cpu", "--config_file", "--help", "--durations"}
 SCRIPTS = ("train_gan", "sample_gan", "evaluate_gan", "train_classifier", "predict", "make_tiny_model",
-           "distill_classifier", "train_cyclegan", "translate", "plot_run")
+           "distill_classifier", "train_cyclegan", "translate", "plot_run", "export_onnx")
 BENCHMARKS = ("bench", "bench_data", "bench_knobs", "bench_distill")
 
 

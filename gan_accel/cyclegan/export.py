@@ -3,19 +3,23 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Optional
 
 from ..errors import UserError
-from ..models.export import load_export, read_export_config, save_export
+from ..models.export import CardInfo, load_export, read_export_config, save_export
 from .models import ResnetGenerator
 
 
-def save_translator(G: ResnetGenerator, path: Path, direction: str, image_size: int) -> Path:
+def save_translator(G: ResnetGenerator, path: Path, direction: str, image_size: int,
+                    run_config: Optional[dict] = None, samples: Optional[Path] = None) -> Path:
     """Write ``G`` (unwrapped, any device) to ``path``; ``direction`` ("A2B"/"B2A") and the training
     ``image_size`` go into config.json for translate.py. Swapped into place when complete, and
-    refused when a weight is not finite, as every generator export (:func:`save_export`)."""
+    refused when a weight is not finite, as every generator export (:func:`save_export`). The model
+    card shows ``samples`` (an image file, e.g. the run's last translation grid) when given."""
     config = {"channels": G.channels, "g_channels": G.g_channels, "n_blocks": G.n_blocks, "arch": G.arch,
               "direction": direction, "image_size": image_size}
-    save_export(G, Path(path), config)
+    card = CardInfo(run_config=run_config, translator=True, samples=samples, repo_suffix=f"-{direction}")
+    save_export(G, Path(path), config, card=card)
     return Path(path)
 
 

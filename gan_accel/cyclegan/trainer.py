@@ -17,6 +17,8 @@ from ..engine import Engine
 from ..errors import ConfigError
 from ..gan.noise import StepNoise
 from ..loop import TrainingRun, build_accelerator
+from ..loop.trackers import log_image
+from ..models.hub import publish
 from .config import CycleGANDataArguments, CycleGANEvalArguments, CycleGANModelArguments, CycleGANTrainArguments
 from .data import load_domains
 from .export import save_translator
@@ -98,8 +100,9 @@ class CycleGANTrainer:
         if not self.run.accelerator.is_main_process:
             return None
         path = self.run.output_dir / "samples" / f"step_{self.run.state.step:06d}.png"
-        return save_translation_grid(self.engine.module("G_AB"), self.engine.module("G_BA"), self.sample_a,
-                                     self.sample_b, path)
+        save_translation_grid(self.engine.module("G_AB"), self.engine.module("G_BA"), self.sample_a, self.sample_b, path)
+        log_image(self.run.accelerator, "samples", path, self.run.state.step)  # --report_to trackers that take images
+        return path
 
     def build_evaluators(self) -> Dict[str, object]:
         """One evaluator per direction (its target-domain classifier and reference statistics are
@@ -136,9 +139,13 @@ class CycleGANTrainer:
     def finish(self) -> None:
         """Export both generators and write eval_results.json (main process)."""
         out = self.run.output_dir
+        grid = self.save_samples()  # the final translation grid, shown on both model cards
         for direction, name in DIRECTIONS.items():
-            save_translator(self.engine.module(name), out / f"generator_{direction}", direction, self.data_args.image_size)
+            save_translator(self.engine.module(name), out / f"generator_{direction}", direction, self.data_args.image_size,
+                            run_config=self.run.config, samples=grid)
         self.run.print(f"Exported the generators to {out / 'generator_A2B'} and {out / 'generator_B2A'}")
+        for direction in DIRECTIONS:
+            publish(out / f"generator_{direction}", self.run.args, suffix=f"-{direction}")  # --push_to_hub
         if self.evaluators and self.eval_args.evaluate:
             from .evaluate import format_results
 

@@ -16,7 +16,9 @@ from ..data.source import open_image_source
 from ..engine import BestKeeper, Engine
 from ..errors import ConfigError
 from ..loop import TrainingRun, build_accelerator
+from ..loop.trackers import log_image
 from ..models import build_models, save_generator
+from ..models.hub import publish
 from ..sampling import class_rows, fixed_noise, grid_labels, save_grid
 from .config import GANDataArguments, GANEvalArguments, GANModelArguments, GANTrainArguments
 from .ema import EMA, recalibrate_batchnorm
@@ -120,7 +122,8 @@ class GANTrainer:
         return metrics
 
     def export_best(self, metrics: dict) -> None:
-        save_generator(copy.deepcopy(self._evaluated).cpu(), self.run.output_dir / "best_generator")
+        save_generator(copy.deepcopy(self._evaluated).cpu(), self.run.output_dir / "best_generator",
+                       run_config=self.run.config)
 
     # ---- outputs -----------------------------------------------------------------------
     def calibrated_ema(self) -> torch.nn.Module:
@@ -145,7 +148,9 @@ class GANTrainer:
             images, nrow = class_rows(images, self.sample_labels, self.num_classes)
         else:
             nrow = max(1, math.ceil(math.sqrt(len(images))))
-        return save_grid(images, self.run.output_dir / "samples" / f"step_{self.run.state.step:06d}.png", nrow=nrow)
+        path = save_grid(images, self.run.output_dir / "samples" / f"step_{self.run.state.step:06d}.png", nrow=nrow)
+        log_image(self.run.accelerator, "samples", path, self.run.state.step)  # --report_to trackers that take images
+        return path
 
     def train(self) -> Path:
         """Train to --max_steps (or a signal), export the EMA generator when finished, then draw
@@ -156,8 +161,9 @@ class GANTrainer:
         try:
             if main and finished and run.state.step >= self.train_args.max_steps:
                 out = run.output_dir / "generator"
-                save_generator(self.calibrated_ema().cpu(), out)  # refuses non-finite weights
+                save_generator(self.calibrated_ema().cpu(), out, run_config=run.config)  # refuses non-finite weights
                 run.print(f"Exported the EMA generator to {out}")
+                publish(out, run.args)  # --push_to_hub
                 self.save_samples()
         finally:
             run.finish()

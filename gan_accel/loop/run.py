@@ -39,6 +39,7 @@ from .guard import NonFiniteGuard
 from .metrics_log import MetricsLogger
 from .signals import GracefulStop
 from .state import TrainState
+from .trackers import init_trackers
 
 log = logging.getLogger(__name__)
 
@@ -77,11 +78,11 @@ class TrainingRun:
         self.output_dir = prepare_output_dir(self.accelerator, run, self.lock)
         if self.resume_path is None and run.resume_from_checkpoint == "latest":
             self.print(f"--resume_from_checkpoint latest: no complete checkpoint in {self.checkpoints.root}; starting fresh")
+        if run.trackers:  # before config.json marks the folder as a run's: a tracker that fails leaves it reusable
+            init_trackers(self.accelerator, project, _tracker_config(config), self.output_dir)
         print_and_save_config(self.accelerator, config, self.output_dir)
         self.print(f"accelerator.device: {self.accelerator.device}  processes: {self.accelerator.num_processes}  "
                    f"mixed_precision: {self.accelerator.mixed_precision}")
-        if run.trackers:
-            self.accelerator.init_trackers(project, config=_tracker_config(config))
         self.state = TrainState()
         self.guard = NonFiniteGuard(self.state, run.max_nonfinite_steps, latest_checkpoint=self.checkpoints.latest)
         self.stop = GracefulStop(self.accelerator)

@@ -3,8 +3,9 @@ errors for every folder that is not such an export."""
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Optional, Sequence
 
 import torch
 import torch.nn as nn
@@ -22,25 +23,44 @@ WEIGHTS = "model.safetensors"  # the file name PyTorchModelHubMixin writes and r
 GENERATOR_KEYS = ("z_dim", "channels", "image_size")
 
 
-def save_generator(G: nn.Module, path: Path) -> None:
+def save_generator(G: nn.Module, path: Path, run_config: Optional[dict] = None,
+                   metrics: Optional[Sequence[dict]] = None) -> None:
     """Safetensors weights + ``config.json`` (init arguments and ``arch``), loadable by
-    :func:`load_generator` without any training config (see :func:`save_export`)."""
+    :func:`load_generator` without any training config (see :func:`save_export`), and a model
+    card (``README.md``, ``samples.png``) with the run's settings ``run_config`` and ``metrics``
+    (``[{name, value, protocol}]``)."""
     config = dict(getattr(G, "_hub_mixin_config", None) or {})
     config["arch"] = G.arch
-    save_export(G, path, config)
+    save_export(G, path, config, card=CardInfo(run_config, metrics))
 
 
-def save_export(G: nn.Module, path: Path, config: dict) -> None:
-    """``G.save_pretrained`` (PyTorchModelHubMixin) into ``path`` with ``config`` as config.json,
-    written atomically (the same swap as checkpoints), so ``path`` always holds one complete
-    export. Refuses a network with a non-finite weight or BatchNorm statistic: an export is what
-    users sample from, garbage must not be one."""
+@dataclass
+class CardInfo:
+    """What the model card of an export says besides the network itself (see :mod:`.hub`)."""
+
+    run_config: Optional[dict] = None        # the run's resolved settings (flat dict, as its config.json)
+    metrics: Optional[Sequence[dict]] = None  # [{name, value, protocol: dict}]
+    translator: bool = False                  # image-to-image card (CycleGAN) instead of a generator's
+    samples: Any = None                       # (images, nrow) or an image file; None: drawn from G (generators)
+    repo_suffix: str = ""                     # appended to --hub_model_id (one repo per translator)
+
+
+def save_export(G: nn.Module, path: Path, config: dict, card: Optional[CardInfo] = None) -> None:
+    """``G.save_pretrained`` (PyTorchModelHubMixin) into ``path`` with ``config`` as config.json and
+    the model card of ``card`` as README.md, written atomically (the same swap as checkpoints), so
+    ``path`` always holds one complete export. Refuses a network with a non-finite weight or
+    BatchNorm statistic: an export is what users sample from, garbage must not be one."""
+    from .hub import card_model_id, write_model_card
+
+    card = card or CardInfo()
     tensors = [t for t in (*G.parameters(), *G.buffers()) if t.is_floating_point()]
     if not all(bool(torch.isfinite(t).all()) for t in tensors):
         raise UserError(f"not exporting {path}: the generator's weights are not finite (NaN/Inf), the run diverged; "
                         "lower the learning rates and resume from an earlier checkpoint")
     with atomic_folder(Path(path)) as tmp:
         G.save_pretrained(str(tmp), config=config)
+        model_id = card_model_id(Path(path), card.run_config, card.repo_suffix)
+        write_model_card(tmp, G, model_id, card.run_config, card.metrics, card.translator, card.samples)
 
 
 def read_export_config(path: Path, hint: str, run_exports: Sequence[str] = ()) -> dict:
