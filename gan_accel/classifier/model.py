@@ -31,9 +31,32 @@ def load_tokenizer(args: ClassifierModelArguments):
     from transformers import AutoTokenizer
 
     try:
-        return AutoTokenizer.from_pretrained(args.model_name_or_path)
+        tokenizer = AutoTokenizer.from_pretrained(args.model_name_or_path)
     except (OSError, ValueError) as err:
         raise _offline_hint(args.model_name_or_path, err) from None
+    check_tokenizer("model_name_or_path", args.model_name_or_path, tokenizer)
+    return tokenizer
+
+
+# Files a tokenizer's vocabulary is read from. A model folder holding none of them (config.json and
+# weights only) still "loads": AutoTokenizer falls back to a tokenizer of the config's model type
+# with nothing but its special tokens, which maps every word to [UNK], so every text gets the same
+# ids and predictions silently stop depending on the text.
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "vocab.json", "spiece.model",
+                   "tokenizer.model", "sentencepiece.bpe.model")
+
+
+def check_tokenizer(flag: str, name: str, tokenizer) -> None:
+    """Refuse a tokenizer with no vocabulary of its own: a local folder without any tokenizer file,
+    or (from any source) a tokenizer whose every token is a special token."""
+    folder = Path(name)
+    missing_files = folder.is_dir() and not any((folder / file).is_file() for file in TOKENIZER_FILES)
+    special_only = len(tokenizer) <= len(set(tokenizer.all_special_ids))
+    if missing_files or special_only:
+        found = "no tokenizer files" if missing_files else f"a tokenizer of {len(tokenizer)} special tokens only"
+        raise UserError(f"--{flag} {name}: {found} (tokenizer.json, vocab.txt, ...); every text would map to "
+                        "[UNK] tokens. Save the tokenizer next to the model (tokenizer.save_pretrained(FOLDER)) "
+                        "or copy its files from the model it was trained from")
 
 
 def load_model(args: ClassifierModelArguments, label_names: List[str]):

@@ -13,6 +13,7 @@ from typing import List, Optional
 from ..config import check_positive
 from ..data.length_grouped import longest_first, restore_order
 from ..errors import ConfigError, UserError
+from .model import check_tokenizer
 from .table import check_rows, read_table
 
 
@@ -66,6 +67,7 @@ def load_classifier(folder: str, device: str):
         raise UserError(f"--model {folder}: no such folder; pass OUTPUT_DIR/model of a training run")
     try:
         tokenizer = AutoTokenizer.from_pretrained(folder)
+        check_tokenizer("model", folder, tokenizer)  # before the weights: loading them may print reports
         model = AutoModelForSequenceClassification.from_pretrained(folder)
     except (OSError, ValueError) as err:
         raise UserError(f"--model {folder}: not a saved classifier ({str(err).splitlines()[0]})") from None

@@ -11,17 +11,21 @@ from typing import Any, Callable, List
 import torch
 
 from ...errors import UserError
+from ..model import check_tokenizer
 from .config import DistillModelArguments
 from .student import layer_map, student_from_teacher
 
 
 def _load(flag: str, name: str, what: str, load: Callable[[], Any]) -> Any:
     try:
-        return load()
+        loaded = load()
     except (OSError, ValueError) as err:
         first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         raise UserError(f"--{flag} {name}: could not load its {what} ({first}); pass a local folder written by "
                         "save_pretrained (a Hub name must already be in the Hugging Face cache offline)") from None
+    if what == "tokenizer":
+        check_tokenizer(flag, name, loaded)
+    return loaded
 
 
 def teacher_label_names(config) -> List[str]:
