@@ -60,7 +60,8 @@ def train_distill(data_args: ClassifierDataArguments, model_args: DistillModelAr
     # folder is touched.
     raw = read_labelled_rows(data_args)
     set_seed(run_args.seed)  # a student checkpoint with another head gets a fresh one, drawn from this
-    nets = load_networks(model_args, raw.label_names, args.alpha_cos)
+    nets = load_networks(model_args, raw.label_names, args.alpha_cos, data_args.max_length,
+                         pair=bool(data_args.text_pair_column))
     run = TrainingRun(run_args, config_to_dict(data_args, model_args, args, train_args, run_args), project="distill")
     acc = run.accelerator
     with acc.main_process_first():
