@@ -36,7 +36,7 @@ from .checkpoint import STATE_FILE, CheckpointManager
 from .lock import RunLock
 from .plots import metrics_version, plot_run_safely
 from .guard import NonFiniteGuard
-from .metrics_log import MetricsLogger
+from .metrics_log import METRICS_FILE, MetricsLogger, drop_lines_after
 from .signals import GracefulStop
 from .state import TrainState
 
@@ -137,6 +137,10 @@ class TrainingRun:
         if read_extra is not None:
             read_extra(self.resume_path)
         self.print(f"Resumed from {self.resume_path} at step {self.state.step}")
+        dropped = drop_lines_after(self.output_dir / METRICS_FILE, self.state.step) if self.accelerator.is_main_process else 0
+        if dropped:
+            self.print(f"{METRICS_FILE}: {dropped} lines logged after step {self.state.step} (before the interruption) "
+                       f"moved to {METRICS_FILE}.dropped: this run logs those steps again")
         return True
 
     def save(self, write_extra: Optional[Callable[[Path], None]] = None) -> Path:
