@@ -16,6 +16,7 @@ import torch
 from accelerate.utils import set_seed
 
 from ..config import RunArguments, config_to_dict
+from ..data.fingerprint import table_fingerprint
 from ..engine import Engine
 from ..loop.accel import build_accelerator
 from ..loop.guard import NonFiniteError
@@ -46,7 +47,8 @@ class ClassifierTrainer:
         check_max_length(data_args.max_length, self.tokenizer, [load_config(model_args)],
                          pair=bool(data_args.text_pair_column))
         self.run = run = TrainingRun(run_args, config_to_dict(data_args, model_args, train_args, run_args),
-                                     project="classifier", accelerator=acc)
+                                     project="classifier", accelerator=acc,
+                                     data_fingerprint=table_fingerprint(data_args, raw))
         self.state = run.state
         set_seed(run_args.seed)  # the new classification head is drawn from this
         with acc.main_process_first():
