@@ -101,7 +101,8 @@ def test_gan_resume_on_the_same_data_then_allowed_change_then_old_checkpoint(gan
         (folder / FINGERPRINT).unlink()
     remove_image(data)
     assert train_gan(gan_argv(data, out, *resume("--max_steps", "5"))) == 0
-    assert "records no data fingerprint (written by an older version): the data is not checked" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "records no data fingerprint (written by an older version): the data is not checked" in printed
 
 
 @pytest.mark.parametrize("script,argv", [
@@ -151,7 +152,7 @@ def test_classifier_and_distillation_resume_on_an_edited_training_file_are_refus
     line = user_error(load("train_classifier").main, train_argv(corpus, tiny, out, *resumed), capsys)
     assert f"(train_file: {corpus['train']} changed (" in line, line
     # (the teacher's weights load before the check: their progress bar is not the error)
-    line = user_error(load("distill_classifier").main, distill_argv(setup, student, "--student_from_teacher", *resumed),
-                      capsys, bar="Loading weights")
+    argv = distill_argv(setup, student, "--student_from_teacher", *resumed)
+    line = user_error(load("distill_classifier").main, argv, capsys, bar="Loading weights")
     assert f"{student}/checkpoints/step_00000002: the data changed since this checkpoint (train_file: " in line, line
     assert snapshot(tmp_path) == before

@@ -23,7 +23,8 @@ BASE = {"a/1.png": [10, 1], "a/2.png": [10, 2], "b/1.png": [10, 3]}
 @pytest.mark.parametrize("current,expected", [
     (folder(BASE), []),
     (folder({"a/1.png": [10, 1], "a/2.png": [10, 2], "c/1.png": [10, 3]}, ("a", "c")),
-     ["data_dir: class 'b' removed, class 'c' added (class ids shift); 1 image added: c/1.png; 1 image removed: b/1.png"]),
+     ["data_dir: class 'b' removed, class 'c' added (class ids shift); 1 image added: c/1.png; "
+      "1 image removed: b/1.png"]),
     (folder({**BASE, "a/3.png": [5, 5], "a/4.png": [5, 5]}),
      ["data_dir: 2 images added: a/3.png, a/4.png"]),
     (folder({"a/1.png": [10, 1]}, ("a", "b")), ["data_dir: 2 images removed: a/2.png, b/1.png"]),

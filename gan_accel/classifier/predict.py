@@ -27,7 +27,9 @@ class PredictArguments:
     text_column: str = field(default="text", metadata={"help": "Column of --input_file holding the text."})
     output_file: Optional[str] = field(default=None, metadata={"help": "Where to write rows (text, label, score): .csv or .jsonl; default JSON Lines on stdout."})
     batch_size: int = field(default=32, metadata={"help": "Texts per forward pass."})
-    max_length: Optional[int] = field(default=None, metadata={"help": "Truncate texts to this many tokens (default: the longest the model reads, from its position embeddings and tokenizer)."})
+    max_length: Optional[int] = field(default=None, metadata={
+        "help": "Truncate texts to this many tokens (default: the longest the model reads, from its position "
+                "embeddings and tokenizer)."})
     cpu: bool = field(default=False, metadata={"help": "Run on the CPU even when a GPU is present."})
 
     def __post_init__(self) -> None:

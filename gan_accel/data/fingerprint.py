@@ -136,8 +136,9 @@ def image_fingerprint(data_args, source) -> Dict[str, dict]:
 def domains_fingerprint(data_args, domains) -> Dict[str, dict]:
     """CycleGAN's two training domains (the test folders only evaluate)."""
     if data_args.dataset != "folder":
+        pairs = (("A", domains.train_a), ("B", domains.train_b))
         return {name: dataset_part(f"{data_args.dataset}:{name}", len(data), tuple(data.images.shape[1:]),
-                                   data.class_names) for name, data in (("A", domains.train_a), ("B", domains.train_b))}
+                                   data.class_names) for name, data in pairs}
     from .images import folder_files
 
     parts = {}

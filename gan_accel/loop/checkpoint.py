@@ -31,7 +31,8 @@ _NAME = re.compile(r"^step_(\d{8})$")
 
 
 class CheckpointManager:
-    def __init__(self, accelerator, output_dir: Path, total_limit: int, data_fingerprint: Optional[dict] = None) -> None:
+    def __init__(self, accelerator, output_dir: Path, total_limit: int,
+                 data_fingerprint: Optional[dict] = None) -> None:
         """``data_fingerprint``: what this run trains on, written into every checkpoint and checked
         on resume (None: neither)."""
         self.accelerator = accelerator

@@ -145,10 +145,11 @@ class TrainingRun:
         if read_extra is not None:
             read_extra(self.resume_path)
         self.print(f"Resumed from {self.resume_path} at step {self.state.step}")
-        dropped = drop_lines_after(self.output_dir / METRICS_FILE, self.state.step) if self.accelerator.is_main_process else 0
+        step = self.state.step
+        dropped = drop_lines_after(self.output_dir / METRICS_FILE, step) if self.accelerator.is_main_process else 0
         if dropped:
-            self.print(f"{METRICS_FILE}: {dropped} lines logged after step {self.state.step} (before the interruption) "
-                       f"moved to {METRICS_FILE}.dropped: this run logs those steps again")
+            self.print(f"{METRICS_FILE}: {dropped} lines logged after step {step} (before the interruption) moved "
+                       f"to {METRICS_FILE}.dropped: this run logs those steps again")
         return True
 
     def save(self, write_extra: Optional[Callable[[Path], None]] = None) -> Path:
