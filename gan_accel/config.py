@@ -60,6 +60,9 @@ class RunArguments:
     checkpointing_steps: int = field(default=500, metadata={"help": "Optimizer steps between checkpoints (0: only at the end and on a signal)."})
     checkpoints_total_limit: int = field(default=2, metadata={"help": "Complete checkpoints kept; older ones are deleted."})
     resume_from_checkpoint: Optional[str] = field(default=None, metadata={"help": "'latest' (the newest complete checkpoint in --output_dir, or a fresh start if none) or a checkpoint folder."})
+    allow_data_change: bool = field(default=False, metadata={
+        "help": "Resume even though the data differs from the checkpoint's (files, sizes, modification times, "
+                "classes), with a warning; refused without it."})
     max_nonfinite_steps: int = field(default=10, metadata={"help": "Consecutive skipped non-finite steps before the run stops."})
     loss_explosion_factor: float = field(default=1e3, metadata={"help": "Warn (progress bar and metrics.jsonl) when a logged loss exceeds this many times the median of its recent logged values (0: off)."})
     loss_explosion_window: int = field(default=20, metadata={"help": "Logged values of each loss that the explosion check takes the median of."})
@@ -101,6 +104,7 @@ RENAMED_FIELDS = {"num_warmup_steps": "warmup_steps", "eval_steps": "eval_every"
 RESUME_SAFE_FIELDS = frozenset(
     {
         "output_dir", "overwrite_output_dir", "resume_from_checkpoint", "max_steps", "num_train_epochs",
+        "allow_data_change",
         "log_every", "checkpointing_steps", "checkpoints_total_limit", "sample_every", "eval_every",
         "eval_num_images", "report_to", "max_nonfinite_steps", "dry_run", "debug",
         "push_to_hub", "hub_model_id", "hub_private",

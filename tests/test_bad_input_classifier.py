@@ -1,8 +1,11 @@
-"""Bad input on the classifier path (train_classifier.py, predict.py, make_tiny_model.py), as a
-table: each case exits with code 2 and one line ``error: ...`` naming the file or flag, with no
-traceback, and leaves every file already on disk (the data, the model, a run folder holding a
-user's notes) exactly as it was: same paths, same bytes, same modification times."""
+"""Bad input on the classifier path (train_classifier.py, predict.py, distill_classifier.py,
+make_tiny_model.py), as a table: each case exits with code 2 and one line ``error: ...`` naming
+the file or flag, with no traceback, and leaves every file already on disk (the data, the model, a
+run folder holding a user's notes) exactly as it was: same paths, same bytes, same modification
+times."""
 import errno
+import json
+import shutil
 import sys
 from pathlib import Path
 
@@ -18,6 +21,8 @@ GOOD_TRAIN = "\n".join(["text,label", *(f"{r['text']},{r['label']}" for r in mak
 # In argv: {train} {val} a good CSV/JSONL, {model} the tiny model, {out} a run folder holding a
 # user's notes, {tmp} the test's folder. In files: path relative to {tmp} -> content.
 TRAIN = ["--validation_file", "{val}", "--model_name_or_path", "{model}", "--output_dir", "{out}"]
+# distill_classifier.py: {teacher} is the tiny model with the data's labels, {notok} the same without its tokenizer.
+DISTIL = ["--validation_file", "{val}", "--output_dir", "{out}", "--max_length", "32", "--teacher_model_name_or_path"]
 CASES = [
     # ---- data files: cases that already held -------------------------------------------------
     ("missing file", "train_classifier", ["--train_file", "{tmp}/nope.csv", *TRAIN], {}, "nope.csv: file not found"),
@@ -118,6 +123,35 @@ CASES = [
      ["--model", "{model}", "--input_file", "{train}", "--output_file", "{tmp}/out/../data/train.csv"], {},
      "is the same as --input_file {train}"),
     ("predict: batch size", "predict", ["--model", "{model}", "--text", "a", "--batch_size", "0"], {}, "--batch_size must be > 0"),
+    # ---- a model folder without its tokenizer (issue 21 item 2) ----------------------------------
+    ("no tokenizer: train", "train_classifier",
+     ["--train_file", "{train}", "--validation_file", "{val}", "--model_name_or_path", "{notok}",
+      "--output_dir", "{out}"], {}, "--model_name_or_path {notok}: no tokenizer files"),
+    ("no tokenizer: predict", "predict", ["--model", "{notok}", "--text", "a good film"], {},
+     "--model {notok}: no tokenizer files"),
+    ("no tokenizer: teacher", "distill_classifier",
+     ["--train_file", "{train}", *DISTIL, "{notok}", "--student_from_teacher"], {},
+     "--teacher_model_name_or_path {notok}: no tokenizer files"),
+    ("no tokenizer: student", "distill_classifier",
+     ["--train_file", "{train}", *DISTIL, "{teacher}", "--student_model_name_or_path", "{notok}"], {},
+     "--student_model_name_or_path {notok}: no tokenizer files"),
+    # ---- --max_length against the tokenizer and the model (issue 21 item 6; the tiny model reads 64 tokens) --------
+    ("--max_length below the special tokens: train", "train_classifier",
+     ["--train_file", "{train}", *TRAIN, "--max_length", "2"], {}, "--max_length 2 leaves no room for text"),
+    ("--max_length above the positions: train", "train_classifier",
+     ["--train_file", "{train}", *TRAIN, "--max_length", "1000"], {},
+     "--max_length 1000 is longer than the model can read (64"),
+    ("--max_length below the special tokens: predict", "predict",
+     ["--model", "{model}", "--text", "a", "--max_length", "1"], {}, "--max_length 1 leaves no room for text"),
+    ("--max_length above the positions: predict", "predict",
+     ["--model", "{model}", "--text", "a", "--output_file", "{tmp}/new/p.csv", "--max_length", "100000"], {},
+     "--max_length 100000 is longer than the model can read (64"),
+    ("--max_length below the special tokens: distil", "distill_classifier",
+     ["--train_file", "{train}", *DISTIL, "{teacher}", "--student_from_teacher", "--max_length", "1"], {},
+     "--max_length 1 leaves no room for text"),
+    ("--max_length above the positions: distil", "distill_classifier",
+     ["--train_file", "{train}", *DISTIL, "{teacher}", "--student_model_name_or_path", "{model}",
+      "--max_length", "65"], {}, "--max_length 65 is longer than the model can read (64"),
     # ---- make_tiny_model.py ------------------------------------------------------------------
     ("tiny: missing corpus", "make_tiny_model", ["--train_file", "{tmp}/nope.csv", "--output_dir", "{out}"], {},
      "nope.csv: file not found"),
@@ -133,6 +167,22 @@ def tiny(tmp_path_factory):
     folder = tmp_path_factory.mktemp("tiny")
     (folder / "corpus.csv").write_text(GOOD_TRAIN)
     return make_tiny(folder / "model", folder / "corpus.csv")
+
+
+@pytest.fixture(scope="module")
+def models(tiny) -> dict:
+    """The tiny model; a "teacher" (the same with the data's labels in its config); and that teacher
+    without its tokenizer files (config.json and model.safetensors only)."""
+    teacher = tiny.parent / "teacher"
+    shutil.copytree(tiny, teacher)
+    config = json.loads((teacher / "config.json").read_text())
+    config.update(id2label={"0": "negative", "1": "positive"}, label2id={"negative": 0, "positive": 1})
+    (teacher / "config.json").write_text(json.dumps(config))
+    notok = tiny.parent / "notok"
+    notok.mkdir()
+    for name in ("config.json", "model.safetensors"):
+        shutil.copy2(teacher / name, notok / name)
+    return {"model": str(tiny), "teacher": str(teacher), "notok": str(notok)}
 
 
 def snapshot(*roots: Path) -> dict:
@@ -161,18 +211,19 @@ def workspace(tmp_path: Path, files: dict) -> dict:
 
 
 @pytest.mark.parametrize("name,script,argv,files,match", CASES, ids=[c[0] for c in CASES])
-def test_bad_input_is_one_line_and_changes_nothing(tmp_path, tiny, capsys, monkeypatch, name, script, argv, files, match):
+def test_bad_input_is_one_line_and_changes_nothing(tmp_path, models, capsys, monkeypatch, name, script, argv, files,
+                                                  match):
     # No hub look-ups: an uncached model name fails at once, as on an offline machine, instead of
     # waiting for network retries (huggingface_hub reads HF_HUB_OFFLINE at import time).
     import huggingface_hub
 
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
-    places = {**workspace(tmp_path, files), "model": str(tiny)}
-    before = snapshot(tmp_path, tiny)
+    places = {**workspace(tmp_path, files), **models}
+    before = snapshot(tmp_path, Path(models["model"]).parent)
     reset_accelerate()
     line = one_line_error(load_script(script).main, [a.format(**places) for a in argv], capsys)
     assert match.format(**places) in line, line
-    assert snapshot(tmp_path, tiny) == before
+    assert snapshot(tmp_path, Path(models["model"]).parent) == before
 
 
 def test_predict_output_on_a_read_only_file_system(tmp_path, tiny, capsys, monkeypatch):

@@ -250,3 +250,53 @@ def test_json_lines_keep_unicode_line_separators_inside_strings(tmp_path):
     path.write_text('{"text": "a\u2028b", "label": "x"}\n{"text": "c", "label": "y"}\n', encoding="utf-8")
     rows = read_table(str(path), "train_file")
     assert [r["text"] for r in rows] == ["a\u2028b", "c"] and rows.lines == [1, 2]
+
+
+class _Tokenizer:
+    """What check_max_length and check_tokenizer read from a tokenizer: its special tokens and limit."""
+
+    def __init__(self, model_max_length=int(1e30), vocab=100, special=(0, 1, 2)):
+        self.model_max_length = model_max_length
+        self.vocab = vocab
+        self.all_special_ids = list(special)
+
+    def __len__(self):
+        return self.vocab
+
+    def num_special_tokens_to_add(self, pair=False):
+        return 3 if pair else 2
+
+
+def test_max_length_is_checked_against_special_tokens_positions_and_tokenizer_limit():
+    from types import SimpleNamespace
+
+    from gan_accel.classifier.model import check_max_length
+
+    bert = SimpleNamespace(max_position_embeddings=512)
+    gpt2 = SimpleNamespace(n_positions=64)
+    assert check_max_length(3, _Tokenizer(), [bert]) == 3
+    assert check_max_length(None, _Tokenizer(), [bert]) == 512  # None: the model's limit
+    assert check_max_length(None, _Tokenizer(), [SimpleNamespace()]) is None  # nothing bounds it
+    with pytest.raises(UserError, match="--max_length 2 leaves no room for text: .* 2 special tokens"):
+        check_max_length(2, _Tokenizer(), [bert])
+    with pytest.raises(UserError, match="3 special tokens to each pair; use at least 5"):
+        check_max_length(4, _Tokenizer(), [bert], pair=True)
+    with pytest.raises(UserError, match="--max_length 513 is longer than the model can read .512"):
+        check_max_length(513, _Tokenizer(), [bert])
+    # Teacher and student: the shorter one bounds it; RoBERTa-style: the tokenizer's limit is tighter.
+    with pytest.raises(UserError, match=r"model can read \(64"):
+        check_max_length(100, _Tokenizer(), [bert, gpt2])
+    with pytest.raises(UserError, match=r"model can read \(510"):
+        check_max_length(512, _Tokenizer(model_max_length=510), [bert])
+
+
+def test_a_tokenizer_of_special_tokens_only_is_refused(tmp_path):
+    from gan_accel.classifier.model import check_tokenizer
+
+    (tmp_path / "vocab.txt").write_text("[PAD]\n")
+    check_tokenizer("model", str(tmp_path), _Tokenizer())
+    with pytest.raises(UserError, match="a tokenizer of 3 special tokens only"):
+        check_tokenizer("model", "some/hub-name", _Tokenizer(vocab=3))
+    (tmp_path / "vocab.txt").unlink()
+    with pytest.raises(UserError, match=f"--model {tmp_path}: no tokenizer files"):
+        check_tokenizer("model", str(tmp_path), _Tokenizer())

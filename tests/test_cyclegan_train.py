@@ -20,7 +20,7 @@ translate = load_script("translate").main
 CKPT_FILES = {"model.safetensors", "model_1.safetensors", "model_2.safetensors", "model_3.safetensors",
               "optimizer.bin", "optimizer_1.bin", "optimizer_2.bin", "scheduler.bin", "scheduler_1.bin",
               "scheduler_2.bin", "random_states_0.pkl", "pool_A.safetensors", "pool_B.safetensors", "recipe.json",
-              "trainer_state.json"}
+              "trainer_state.json", "data_fingerprint.json"}
 
 
 @pytest.fixture(scope="module")

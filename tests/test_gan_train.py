@@ -17,7 +17,8 @@ train_gan = load_script("train_gan").main
 sample_gan = load_script("sample_gan").main
 
 CKPT_FILES = {"model.safetensors", "model_1.safetensors", "optimizer.bin", "optimizer_1.bin", "scheduler.bin",
-              "scheduler_1.bin", "random_states_0.pkl", "ema.safetensors", "recipe.json", "trainer_state.json"}
+              "scheduler_1.bin", "random_states_0.pkl", "ema.safetensors", "recipe.json", "trainer_state.json",
+              "data_fingerprint.json"}
 
 
 @pytest.fixture(scope="module")

@@ -246,3 +246,36 @@ def test_resume_from_missing_or_foreign_folder(tmp_path, target, match, capsys):
     assert info.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and match in err[0] and str(path) in err[0]
+
+
+def test_sigkill_past_a_checkpoint_then_resume_logs_each_step_once(tmp_path):
+    run = tmp_path / "run"
+    flags = ["--checkpointing_steps", "10", "--checkpoints_total_limit", "1"]
+    proc = start_training(run, "--max_steps", "100000", *flags)
+    wait_for_step(proc, run / "metrics.jsonl", 15)  # a checkpoint at step 10, then 5 more logged steps at least
+    proc.kill()
+    proc.wait()
+    saved = CheckpointManager(Accelerator(cpu=True), run, 1).latest()
+    step = int(saved.name.split("_")[1])
+    logged_before = [r["step"] for r in read_jsonl(run / "metrics.jsonl")]
+    assert max(logged_before) > step  # the kill came after more steps were logged
+    assert train_gan([*TINY_GAN, "--output_dir", str(run), "--log_every", "1", "--max_steps", str(step + 5), *flags,
+                      "--resume_from_checkpoint", "latest"]) == 0
+    steps = [r["step"] for r in read_jsonl(run / "metrics.jsonl") if any(k.startswith("loss/") for k in r)]
+    assert steps == list(range(1, step + 6))
+    dropped = [r["step"] for r in read_jsonl(run / "metrics.jsonl.dropped")]
+    assert dropped == [s for s in logged_before if s > step]
+
+
+def test_drop_lines_after_keeps_the_file_whole_and_the_dropped_lines_aside(tmp_path):
+    from gan_accel.loop.metrics_log import drop_lines_after
+
+    path = tmp_path / "metrics.jsonl"
+    lines = [b'{"step": 1, "loss/D": 1.0}\n', b'not json \xff\n', b'{"step": 2, "eval/fid": 3.0}\n',
+             b'{"step": 3, "loss/D": 1.0}\n', b'{"step": 4, "loss/D": 1.0}\n', b'{"step": 5, "lo']  # torn last line
+    path.write_bytes(b"".join(lines))
+    assert drop_lines_after(path, 2) == 3
+    assert path.read_bytes() == b"".join(lines[:3])  # a line that is not a record stays for readers to skip
+    assert (tmp_path / "metrics.jsonl.dropped").read_bytes() == b"".join(lines[3:]) + b"\n"
+    assert drop_lines_after(path, 2) == 0 and drop_lines_after(tmp_path / "none.jsonl", 0) == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["metrics.jsonl", "metrics.jsonl.dropped"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import List
+from typing import List, Optional, Sequence
 
 import torch
 
@@ -31,9 +31,78 @@ def load_tokenizer(args: ClassifierModelArguments):
     from transformers import AutoTokenizer
 
     try:
-        return AutoTokenizer.from_pretrained(args.model_name_or_path)
+        tokenizer = AutoTokenizer.from_pretrained(args.model_name_or_path)
     except (OSError, ValueError) as err:
         raise _offline_hint(args.model_name_or_path, err) from None
+    check_tokenizer("model_name_or_path", args.model_name_or_path, tokenizer)
+    return tokenizer
+
+
+# Files a tokenizer's vocabulary is read from. A model folder holding none of them (config.json and
+# weights only) still "loads": AutoTokenizer falls back to a tokenizer of the config's model type
+# with nothing but its special tokens, which maps every word to [UNK], so every text gets the same
+# ids and predictions silently stop depending on the text.
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "vocab.json", "spiece.model",
+                   "tokenizer.model", "sentencepiece.bpe.model")
+
+
+def check_tokenizer(flag: str, name: str, tokenizer) -> None:
+    """Refuse a tokenizer with no vocabulary of its own: a local folder without any tokenizer file,
+    or (from any source) a tokenizer whose every token is a special token."""
+    folder = Path(name)
+    missing_files = folder.is_dir() and not any((folder / file).is_file() for file in TOKENIZER_FILES)
+    special_only = len(tokenizer) <= len(set(tokenizer.all_special_ids))
+    if missing_files or special_only:
+        found = "no tokenizer files" if missing_files else f"a tokenizer of {len(tokenizer)} special tokens only"
+        raise UserError(f"--{flag} {name}: {found} (tokenizer.json, vocab.txt, ...); every text would map to "
+                        "[UNK] tokens. Save the tokenizer next to the model (tokenizer.save_pretrained(FOLDER)) "
+                        "or copy its files from the model it was trained from")
+
+
+def load_config(args: ClassifierModelArguments):
+    """The model's ``config.json`` alone (cheap): what ``--max_length`` is checked against."""
+    from transformers import AutoConfig
+
+    try:
+        return AutoConfig.from_pretrained(args.model_name_or_path)
+    except (OSError, ValueError) as err:
+        raise _offline_hint(args.model_name_or_path, err) from None
+
+
+# A tokenizer whose ``model_max_length`` was never set reports a huge sentinel (int(1e30)).
+UNSET_LENGTH = 10**9
+
+
+def length_limit(tokenizer, configs: Sequence) -> Optional[int]:
+    """Longest input, in tokens, that every model in ``configs`` can read: their position
+    embeddings, and the tokenizer's ``model_max_length`` when set (RoBERTa-style models reserve
+    positions for padding, so theirs is the tighter one). None when nothing bounds it."""
+    limits = [value for config in configs for value in (getattr(config, "max_position_embeddings", None),
+                                                        getattr(config, "n_positions", None))
+              if isinstance(value, int) and value > 0]
+    if 0 < tokenizer.model_max_length < UNSET_LENGTH:
+        limits.append(int(tokenizer.model_max_length))
+    return min(limits) if limits else None
+
+
+def check_max_length(max_length: Optional[int], tokenizer, configs: Sequence, pair: bool = False,
+                     flag: str = "max_length") -> Optional[int]:
+    """``--max_length`` checked against the tokenizer and the models before anything is written;
+    returns it, or the limit when it is None. Shorter than the special tokens, the tokenizer
+    silently skips truncation (and long texts crash later); longer than the position embeddings,
+    the first long batch crashes mid-run ("size of tensor a ... must match")."""
+    limit = length_limit(tokenizer, configs)
+    if max_length is None:
+        return limit
+    special = tokenizer.num_special_tokens_to_add(pair=pair)
+    shortest = special + (2 if pair else 1)  # at least one real token per text
+    if max_length < shortest:
+        raise UserError(f"--{flag} {max_length} leaves no room for text: the tokenizer adds {special} special "
+                        f"tokens to each {'pair' if pair else 'text'}; use at least {shortest}")
+    if limit is not None and max_length > limit:
+        raise UserError(f"--{flag} {max_length} is longer than the model can read ({limit} tokens: its position "
+                        f"embeddings / the tokenizer's model_max_length); use --{flag} {limit} or less")
+    return max_length
 
 
 def load_model(args: ClassifierModelArguments, label_names: List[str]):

@@ -13,6 +13,7 @@ from typing import List, Optional
 from ..config import check_positive
 from ..data.length_grouped import longest_first, restore_order
 from ..errors import ConfigError, UserError
+from .model import check_max_length, check_tokenizer
 from .table import check_rows, read_table
 
 
@@ -26,7 +27,9 @@ class PredictArguments:
     text_column: str = field(default="text", metadata={"help": "Column of --input_file holding the text."})
     output_file: Optional[str] = field(default=None, metadata={"help": "Where to write rows (text, label, score): .csv or .jsonl; default JSON Lines on stdout."})
     batch_size: int = field(default=32, metadata={"help": "Texts per forward pass."})
-    max_length: Optional[int] = field(default=None, metadata={"help": "Truncate texts to this many tokens (default: the tokenizer's limit)."})
+    max_length: Optional[int] = field(default=None, metadata={
+        "help": "Truncate texts to this many tokens (default: the longest the model reads, from its position "
+                "embeddings and tokenizer)."})
     cpu: bool = field(default=False, metadata={"help": "Run on the CPU even when a GPU is present."})
 
     def __post_init__(self) -> None:
@@ -59,17 +62,31 @@ def read_texts(args: PredictArguments) -> List[str]:
     return ["" if r[args.text_column] is None else str(r[args.text_column]) for r in rows]
 
 
-def load_classifier(folder: str, device: str):
-    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+def load_classifier(folder: str, max_length: Optional[int] = None):
+    """``(tokenizer, config, max_length)`` of a model folder, checked (tokenizer files, ``--max_length``
+    against the tokenizer and the position embeddings; None becomes the model's limit) before any
+    weights are read or anything is written."""
+    from transformers import AutoConfig, AutoTokenizer
 
     if not Path(folder).is_dir():
         raise UserError(f"--model {folder}: no such folder; pass OUTPUT_DIR/model of a training run")
     try:
         tokenizer = AutoTokenizer.from_pretrained(folder)
-        model = AutoModelForSequenceClassification.from_pretrained(folder)
+        config = AutoConfig.from_pretrained(folder)
     except (OSError, ValueError) as err:
         raise UserError(f"--model {folder}: not a saved classifier ({str(err).splitlines()[0]})") from None
-    return tokenizer, model.to(device).eval()
+    check_tokenizer("model", folder, tokenizer)
+    return tokenizer, config, check_max_length(max_length, tokenizer, [config])
+
+
+def load_weights(folder: str, config, device: str):
+    from transformers import AutoModelForSequenceClassification
+
+    try:
+        model = AutoModelForSequenceClassification.from_pretrained(folder, config=config)
+    except (OSError, ValueError) as err:
+        raise UserError(f"--model {folder}: not a saved classifier ({str(err).splitlines()[0]})") from None
+    return model.to(device).eval()
 
 
 def predict(args: PredictArguments) -> List[dict]:
@@ -79,10 +96,11 @@ def predict(args: PredictArguments) -> List[dict]:
     import torch
 
     texts = read_texts(args)
+    tokenizer, config, max_length = load_classifier(args.model, args.max_length)
     check_output_file(args.output_file)
     device = "cuda" if torch.cuda.is_available() and not args.cpu else "cpu"
-    tokenizer, model = load_classifier(args.model, device)
-    encoded = tokenizer(texts, truncation=True, max_length=args.max_length)["input_ids"]
+    model = load_weights(args.model, config, device)
+    encoded = tokenizer(texts, truncation=max_length is not None, max_length=max_length)["input_ids"]
     order = longest_first([len(ids) for ids in encoded])
     rows = []
     for start in range(0, len(order), args.batch_size):

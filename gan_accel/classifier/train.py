@@ -16,6 +16,7 @@ import torch
 from accelerate.utils import set_seed
 
 from ..config import RunArguments, config_to_dict
+from ..data.fingerprint import table_fingerprint
 from ..engine import Engine
 from ..loop.accel import build_accelerator
 from ..loop.guard import NonFiniteError
@@ -23,7 +24,7 @@ from ..loop.run import TrainingRun
 from .config import ClassifierDataArguments, ClassifierModelArguments, ClassifierTrainArguments
 from .data import build_dataloaders, encode_data, read_labelled_rows
 from .evaluate import best_model_keeper, best_record, evaluate
-from .model import ScheduleLength, load_model, load_tokenizer, schedule_length
+from .model import ScheduleLength, check_max_length, load_config, load_model, load_tokenizer, schedule_length
 from .recipe import classifier_recipe
 
 OnUpdate = Callable[[Any], None]
@@ -43,8 +44,11 @@ class ClassifierTrainer:
         # The schedule's checks (warm-up shorter than the run) from the data's size, before the folder is touched.
         schedule_length(math.ceil(len(raw.labels["train"]) / train_args.batch_size), acc.num_processes, train_args,
                         run_args.gradient_accumulation_steps)
+        check_max_length(data_args.max_length, self.tokenizer, [load_config(model_args)],
+                         pair=bool(data_args.text_pair_column))
         self.run = run = TrainingRun(run_args, config_to_dict(data_args, model_args, train_args, run_args),
-                                     project="classifier", accelerator=acc)
+                                     project="classifier", accelerator=acc,
+                                     data_fingerprint=table_fingerprint(data_args, raw))
         self.state = run.state
         set_seed(run_args.seed)  # the new classification head is drawn from this
         with acc.main_process_first():

@@ -13,6 +13,7 @@ from accelerate.utils import set_seed
 from torch.utils.data import DataLoader
 
 from ..config import RunArguments, config_to_dict
+from ..data.fingerprint import check_run_outside_data, domains_fingerprint
 from ..engine import Engine
 from ..errors import ConfigError
 from ..gan.noise import StepNoise
@@ -39,6 +40,7 @@ class CycleGANTrainer:
         self.data_args, self.model_args, self.train_args, self.run_args, self.eval_args = (
             data_args, model_args, train, run_args, eval_args)
         # Data first: a bad folder fails before the run folder is touched.
+        check_run_outside_data(run_args.output_dir, data_args)
         accelerator = build_accelerator(run_args, "cyclegan")
         with accelerator.main_process_first():
             self.domains = load_domains(data_args.dataset, data_args.data_dir, data_args.decode_size,
@@ -48,7 +50,8 @@ class CycleGANTrainer:
             raise ConfigError(f"--batch_size {train.batch_size} x {P} processes is larger than the data "
                               f"({pairs} pairs an epoch); lower --batch_size")
         config = config_to_dict(data_args, model_args, train, eval_args, run_args)
-        self.run = TrainingRun(run_args, config, project="cyclegan", accelerator=accelerator)
+        self.run = TrainingRun(run_args, config, project="cyclegan", accelerator=accelerator,
+                               data_fingerprint=domains_fingerprint(data_args, self.domains))
         set_seed(run_args.seed)  # weight init
         a, b = self.domains.train_a, self.domains.train_b
         self.run.print(f"Data: A {a.name} {len(a)} images, B {b.name} {len(b)} images {tuple(a.images.shape[1:])}"

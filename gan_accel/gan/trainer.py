@@ -12,6 +12,7 @@ from accelerate.utils import set_seed
 
 from ..config import RunArguments, config_to_dict
 from ..data import ResumableSampler
+from ..data.fingerprint import check_run_outside_data, image_fingerprint
 from ..data.source import open_image_source
 from ..engine import BestKeeper, Engine
 from ..errors import ConfigError
@@ -35,6 +36,7 @@ class GANTrainer:
         self.eval_args = eval_args or GANEvalArguments()
         # Data first: a bad folder or file fails before the run folder is touched. One process
         # downloads/decodes first, the others then read its cache.
+        check_run_outside_data(run_args.output_dir, data_args)
         accelerator = build_accelerator(run_args, "gan")
         with accelerator.main_process_first():
             self.data = open_image_source(data_args, accelerator.device, print_fn=accelerator.print,
@@ -46,7 +48,7 @@ class GANTrainer:
             raise ConfigError(f"--batch_size {train.batch_size} x {P} processes is larger than the dataset "
                               f"({len(self.data)} images); lower --batch_size")
         self.run = TrainingRun(run_args, config_to_dict(data_args, model_args, train, self.eval_args, run_args), project="gan",
-                               accelerator=accelerator)
+                               accelerator=accelerator, data_fingerprint=image_fingerprint(data_args, self.data))
         set_seed(run_args.seed)  # weight init
         self.run.print(f"Data: {self.data.name}, {len(self.data)} images {self.data.shape}, "
                        f"{self.data.num_classes} classes, {self.data.describe()}")

@@ -5,6 +5,10 @@ optimizers, schedulers and RNG states, positional in ``prepare`` order) plus the
 (``trainer_state.json`` last). Everything is written into ``.tmp-step_XXXXXXXX`` and renamed into
 place only when complete, so a process killed at any moment leaves the previous checkpoint intact
 and ``latest`` never sees a partial one.
+
+Each checkpoint also records the fingerprint of the data it was trained on
+(``data_fingerprint.json``, see :mod:`gan_accel.data.fingerprint`): a resume on other data is
+refused, or allowed with a warning by ``--allow_data_change``.
 """
 from __future__ import annotations
 
@@ -17,18 +21,24 @@ import zipfile
 from pathlib import Path
 from typing import Callable, Optional
 
+from ..data.fingerprint import describe_changes
 from ..errors import UserError
 from .atomic import swap_into_place, tmp_name, write_json_durable
 
 STATE_FILE = "trainer_state.json"
+FINGERPRINT_FILE = "data_fingerprint.json"
 _NAME = re.compile(r"^step_(\d{8})$")
 
 
 class CheckpointManager:
-    def __init__(self, accelerator, output_dir: Path, total_limit: int) -> None:
+    def __init__(self, accelerator, output_dir: Path, total_limit: int,
+                 data_fingerprint: Optional[dict] = None) -> None:
+        """``data_fingerprint``: what this run trains on, written into every checkpoint and checked
+        on resume (None: neither)."""
         self.accelerator = accelerator
         self.root = Path(output_dir) / "checkpoints"
         self.total_limit = total_limit
+        self.data_fingerprint = data_fingerprint
 
     # ---- finding -------------------------------------------------------------------------
     def complete_checkpoints(self) -> list:
@@ -77,6 +87,8 @@ class CheckpointManager:
             if acc.is_main_process:
                 if write_extra is not None:
                     write_extra(tmp)
+                if self.data_fingerprint is not None:
+                    write_json_durable(tmp / FINGERPRINT_FILE, self.data_fingerprint)
                 write_json_durable(tmp / STATE_FILE, json_safe(trainer_state))
                 swap_into_place(tmp, final)  # re-saving a step (a signal right after a periodic save) swaps
                 self._prune()
@@ -113,6 +125,24 @@ class CheckpointManager:
                 hint = (f"resume from the previous checkpoint with --resume_from_checkpoint {earlier[-1]}" if earlier
                         else "no earlier checkpoint exists: start a new run")
                 raise UserError(f"--resume_from_checkpoint {path}: {file.name} is damaged ({problem}); {hint}")
+
+    def check_data(self, path: Path, allow_change: bool) -> Optional[str]:
+        """Compare the checkpoint's data fingerprint with this run's, before the run folder is
+        touched: raise when the data changed, unless ``allow_change`` (then a warning line).
+        A checkpoint written before fingerprints were recorded resumes unchecked, with a note."""
+        if self.data_fingerprint is None:
+            return None
+        saved_file = path / FINGERPRINT_FILE
+        if not saved_file.is_file():
+            return f"note: {path} records no data fingerprint (written by an older version): the data is not checked"
+        changes = describe_changes(json.loads(saved_file.read_text()), self.data_fingerprint)
+        if not changes:
+            return None
+        if not allow_change:
+            raise UserError(f"--resume_from_checkpoint {path}: the data changed since this checkpoint "
+                            f"({'; '.join(changes)}); resume on the original data, start a new --output_dir, "
+                            "or pass --allow_data_change to continue on the new data")
+        return f"warning: --allow_data_change: resuming {path} on changed data ({'; '.join(changes)})"
 
     def load(self, path: Path) -> dict:
         """Restore Accelerate's state on every rank and return the loop's state dict."""

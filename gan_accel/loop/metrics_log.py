@@ -17,6 +17,7 @@ import torch
 from tqdm.auto import tqdm
 
 Number = Union[int, float, torch.Tensor]
+METRICS_FILE = "metrics.jsonl"
 
 
 def peak_memory_mb(device) -> float:
@@ -34,7 +35,7 @@ class MetricsLogger:
                  unit: str = "img", desc: str = "train", explosion_factor: float = 0.0,
                  explosion_window: int = 20) -> None:
         self.accelerator = accelerator
-        self.path = Path(output_dir) / "metrics.jsonl"
+        self.path = Path(output_dir) / METRICS_FILE
         self.log_every = log_every
         self.unit = unit
         self._sums: Dict[str, torch.Tensor] = {}
@@ -152,3 +153,42 @@ class ExplosionCheck:
             past.append(abs(value))
             del past[: -self.window]
         return out
+
+
+def _logged_step(line: bytes) -> Optional[int]:
+    """The ``step`` of one ``metrics.jsonl`` line, or None for a line that is not a record."""
+    try:
+        record = json.loads(line)
+    except ValueError:  # also UnicodeDecodeError
+        return None
+    step = record.get("step") if isinstance(record, dict) else None
+    return step if isinstance(step, int) and not isinstance(step, bool) else None
+
+
+def drop_lines_after(path: Path, step: int) -> int:
+    """Before a resume from the checkpoint at ``step``: remove the lines logged after it (a run
+    killed 25 steps past its checkpoint logged steps the resumed run logs again, so readers and
+    plots would see them twice), and a torn last line (killed mid-write: the next append would
+    glue a record onto it). They move to ``metrics.jsonl.dropped``, so nothing logged is lost;
+    the file is rewritten to a temporary name and renamed over, so a kill leaves one version or
+    the other. Lines that are not records are kept for readers to skip. Returns how many moved."""
+    path = Path(path)
+    if not path.is_file():
+        return 0
+    lines = path.read_bytes().splitlines(keepends=True)
+    kept, dropped = [], []
+    for index, line in enumerate(lines):
+        logged = _logged_step(line)
+        torn = index == len(lines) - 1 and not line.endswith(b"\n")
+        (dropped if torn or (logged is not None and logged > step) else kept).append(line)
+    if not dropped:
+        return 0
+    with path.with_name(path.name + ".dropped").open("ab") as side:
+        side.write(b"".join(line if line.endswith(b"\n") else line + b"\n" for line in dropped))
+    tmp = path.with_name(f".tmp-{path.name}")
+    with tmp.open("wb") as f:
+        f.write(b"".join(kept))
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    return len(dropped)

@@ -36,7 +36,7 @@ from .checkpoint import STATE_FILE, CheckpointManager
 from .lock import RunLock
 from .plots import metrics_version, plot_run_safely
 from .guard import NonFiniteGuard
-from .metrics_log import MetricsLogger
+from .metrics_log import METRICS_FILE, MetricsLogger, drop_lines_after
 from .signals import GracefulStop
 from .state import TrainState
 from .trackers import init_trackers
@@ -59,21 +59,27 @@ def _guess_project(config: dict) -> Optional[str]:
 
 
 class TrainingRun:
-    def __init__(self, run: RunArguments, config: dict, project: str, accelerator=None) -> None:
+    def __init__(self, run: RunArguments, config: dict, project: str, accelerator=None,
+                 data_fingerprint: Optional[dict] = None) -> None:
         """``accelerator``: one built earlier with :func:`build_accelerator` (e.g. to read the data
-        under ``main_process_first`` before the run folder is touched)."""
+        under ``main_process_first`` before the run folder is touched). ``data_fingerprint``: what
+        the run trains on (:mod:`gan_accel.data.fingerprint`), kept in every checkpoint and
+        checked on resume."""
         self.args = run
         self.config = config
         self.project = project
         self.accelerator = accelerator or build_accelerator(run, project)
-        self.checkpoints = CheckpointManager(self.accelerator, Path(run.output_dir), run.checkpoints_total_limit)
+        self.checkpoints = CheckpointManager(self.accelerator, Path(run.output_dir), run.checkpoints_total_limit,
+                                             data_fingerprint)
         # Everything about the checkpoint is checked BEFORE the folder is created or written: a
         # refused resume leaves the run folder exactly as it was (and creates none).
         self.resume_path = self.checkpoints.resolve(run.resume_from_checkpoint)
         self.changed_settings: list = []
+        self.data_note: Optional[str] = None
         if self.resume_path is not None:
             self._check_compatible(self.resume_path)
             self.checkpoints.verify(self.resume_path)  # every rank: each must fail the same way
+            self.data_note = self.checkpoints.check_data(self.resume_path, run.allow_data_change)
         self.lock = RunLock(Path(run.output_dir))
         self.output_dir = prepare_output_dir(self.accelerator, run, self.lock)
         if self.resume_path is None and run.resume_from_checkpoint == "latest":
@@ -125,6 +131,8 @@ class TrainingRun:
             return False
         fresh = hparams.snapshot(self.accelerator)
         saved = self.checkpoints.load(self.resume_path)
+        if self.data_note:
+            self.print(self.data_note)
         if self.changed_settings:
             hparams.reapply(self.accelerator, fresh)
             self.print(f"warning: resuming with changed settings ({'; '.join(self.changed_settings)}): the run is "
@@ -138,6 +146,11 @@ class TrainingRun:
         if read_extra is not None:
             read_extra(self.resume_path)
         self.print(f"Resumed from {self.resume_path} at step {self.state.step}")
+        step = self.state.step
+        dropped = drop_lines_after(self.output_dir / METRICS_FILE, step) if self.accelerator.is_main_process else 0
+        if dropped:
+            self.print(f"{METRICS_FILE}: {dropped} lines logged after step {step} (before the interruption) moved "
+                       f"to {METRICS_FILE}.dropped: this run logs those steps again")
         return True
 
     def save(self, write_extra: Optional[Callable[[Path], None]] = None) -> Path:

@@ -6,22 +6,26 @@ tokenizer with another vocabulary stops with one line and leaves nothing behind.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, List
+from typing import Any, Callable, List, Optional
 
 import torch
 
 from ...errors import UserError
+from ..model import check_max_length, check_tokenizer
 from .config import DistillModelArguments
 from .student import layer_map, student_from_teacher
 
 
 def _load(flag: str, name: str, what: str, load: Callable[[], Any]) -> Any:
     try:
-        return load()
+        loaded = load()
     except (OSError, ValueError) as err:
         first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         raise UserError(f"--{flag} {name}: could not load its {what} ({first}); pass a local folder written by "
                         "save_pretrained (a Hub name must already be in the Hugging Face cache offline)") from None
+    if what == "tokenizer":
+        check_tokenizer(flag, name, loaded)
+    return loaded
 
 
 def teacher_label_names(config) -> List[str]:
@@ -103,18 +107,28 @@ def load_student(args: DistillModelArguments, teacher, label_names: List[str]):
     return student
 
 
-def load_networks(args: DistillModelArguments, label_names: List[str], alpha_cos: float = 0.0) -> TeacherAndStudent:
+def load_networks(args: DistillModelArguments, label_names: List[str], alpha_cos: float = 0.0,
+                  max_length: Optional[int] = None, pair: bool = False) -> TeacherAndStudent:
     """Teacher and student, every check done on tokenizers and configs before weights are read
-    (loading weights prints progress bars: an error must stay one line)."""
-    if args.student_model_name_or_path:
-        from transformers import AutoConfig, AutoTokenizer
+    (loading weights prints progress bars: an error must stay one line). ``max_length``: the
+    data's ``--max_length``, checked against the tokenizer and both models' position embeddings."""
+    from transformers import AutoConfig, AutoTokenizer
 
-        path, teacher_path = args.student_model_name_or_path, args.teacher_model_name_or_path
-        check_vocabulary(
-            _load("teacher_model_name_or_path", teacher_path, "tokenizer", lambda: AutoTokenizer.from_pretrained(teacher_path)),
-            _load("student_model_name_or_path", path, "tokenizer", lambda: AutoTokenizer.from_pretrained(path)), path)
-        check_widths(_load("teacher_model_name_or_path", teacher_path, "config", lambda: AutoConfig.from_pretrained(teacher_path)),
-                     _load("student_model_name_or_path", path, "config", lambda: AutoConfig.from_pretrained(path)), alpha_cos)
+    def tokenizer_of(flag: str, path: str):
+        return _load(flag, path, "tokenizer", lambda: AutoTokenizer.from_pretrained(path))
+
+    def config_of(flag: str, path: str):
+        return _load(flag, path, "config", lambda: AutoConfig.from_pretrained(path))
+
+    teacher_tokenizer = tokenizer_of("teacher_model_name_or_path", args.teacher_model_name_or_path)
+    configs = [config_of("teacher_model_name_or_path", args.teacher_model_name_or_path)]
+    if args.student_model_name_or_path:
+        path = args.student_model_name_or_path
+        check_vocabulary(teacher_tokenizer, tokenizer_of("student_model_name_or_path", path), path)
+        configs.append(config_of("student_model_name_or_path", path))
+        check_widths(configs[0], configs[1], alpha_cos)
+    if max_length is not None:  # a --student_from_teacher student has the teacher's positions
+        check_max_length(max_length, teacher_tokenizer, configs, pair=pair)
     teacher, tokenizer = load_teacher(args, label_names)
     return TeacherAndStudent(teacher, load_student(args, teacher, label_names), tokenizer)
 

@@ -8,6 +8,7 @@ from typing import Callable, Optional
 import torch
 
 from ...config import RunArguments, config_to_dict
+from ...data.fingerprint import table_fingerprint
 from ...engine import Engine
 from ...errors import UserError
 from ...loop.run import TrainingRun
@@ -60,8 +61,10 @@ def train_distill(data_args: ClassifierDataArguments, model_args: DistillModelAr
     # folder is touched.
     raw = read_labelled_rows(data_args)
     set_seed(run_args.seed)  # a student checkpoint with another head gets a fresh one, drawn from this
-    nets = load_networks(model_args, raw.label_names, args.alpha_cos)
-    run = TrainingRun(run_args, config_to_dict(data_args, model_args, args, train_args, run_args), project="distill")
+    nets = load_networks(model_args, raw.label_names, args.alpha_cos, data_args.max_length,
+                         pair=bool(data_args.text_pair_column))
+    run = TrainingRun(run_args, config_to_dict(data_args, model_args, args, train_args, run_args), project="distill",
+                      data_fingerprint=table_fingerprint(data_args, raw))
     acc = run.accelerator
     with acc.main_process_first():
         data = encode_data(raw, data_args, nets.tokenizer)
