@@ -2,6 +2,10 @@
 off for biases and LayerNorm), a linear warm-up schedule, one phase with the model's own loss."""
 from __future__ import annotations
 
+from typing import Mapping
+
+import torch
+
 from ..engine import Network, Optimizer, Phase, Recipe
 from .config import ClassifierTrainArguments
 from .model import ScheduleLength, build_optimizer
@@ -12,12 +16,18 @@ def classification_loss(s):
     return loss, {"loss/train": loss.detach()}
 
 
-def classifier_recipe(model, args: ClassifierTrainArguments, length: ScheduleLength) -> Recipe:
-    return Recipe(
-        networks=[Network("model", model, optimizer="model")],
-        optimizers=[Optimizer("model", lambda modules: build_optimizer(modules[0], args),
-                              length.lr_schedule(),
-                              max_grad_norm=args.max_grad_norm)],
-        phases=[Phase("train", trains=["model"], loss=classification_loss)],
-        progress="model",
-    )
+class ClassifierRecipe:
+    def __init__(self, args: ClassifierTrainArguments, length: ScheduleLength, local_sgd: bool = False) -> None:
+        """``local_sgd``: the replicas are averaged every few updates instead of all-reducing the
+        gradients, so the ranks vote on skipping a non-finite update."""
+        self.args, self.length, self.local_sgd = args, length, local_sgd
+
+    def recipe(self, networks: Mapping[str, torch.nn.Module]) -> Recipe:
+        args = self.args
+        return Recipe(
+            networks=[Network("model", networks["model"], optimizer="model")],
+            optimizers=[Optimizer("model", lambda modules: build_optimizer(modules[0], args), self.length.lr_schedule(),
+                                  max_grad_norm=args.max_grad_norm, agree_across_ranks=self.local_sgd)],
+            phases=[Phase("train", trains=["model"], loss=classification_loss)],
+            progress="model",
+        )

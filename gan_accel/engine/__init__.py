@@ -1,14 +1,16 @@
 """The multi-network training engine: recipes declare networks, optimizers and phases; the
-engine owns the loop (see docs/engine.md)."""
-from .cadence import BestKeeper, Hook
+engine owns the loop (see docs/engine.md). ``__all__`` is what a recipe author writes with; the
+runner (:mod:`gan_accel.runner`) builds the :class:`Engine` itself."""
+from .cadence import AFTER_CHECKPOINT, BEFORE_SAVE, STEP, UPDATE, BestKeeper, Hook, State
 from .engine import Engine, backward_phase
 from .optim import adam, build_scheduler, fused_or_foreach, parameters_of
 from .prepare import PER_NETWORK, SINGLE_CALL, plan_for, prepare_recipe
 from .recipe import LRSchedule, Network, Optimizer, Phase, Recipe
 from .step import Step
+from .streams import RandomStreams
 from .update import apply_update
 
 __all__ = [
-    "BestKeeper", "Engine", "Hook", "LRSchedule", "Network", "Optimizer", "PER_NETWORK", "Phase", "Recipe", "SINGLE_CALL",
-    "Step", "adam", "backward_phase", "apply_update", "build_scheduler", "fused_or_foreach", "parameters_of", "plan_for", "prepare_recipe",
+    "AFTER_CHECKPOINT", "BEFORE_SAVE", "STEP", "UPDATE", "BestKeeper", "Hook", "LRSchedule", "Network", "Optimizer",
+    "Phase", "RandomStreams", "Recipe", "State", "Step", "adam", "parameters_of",
 ]
