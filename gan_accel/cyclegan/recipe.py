@@ -23,8 +23,9 @@ from .data import random_crop_flip
 from .losses import cycle_loss, discriminator_loss, generator_adversarial_loss, identity_loss
 from .pool import ImagePool
 
-# The per-step random draws: the crop and flip of each domain's images.
-STREAMS = ("crop_A", "crop_B")
+# The per-step random draws: the crop and flip of each domain's images, at the positions the first
+# CycleGAN runs drew them from (so a run, and an older checkpoint's continuation, crop as before).
+STREAMS = {"crop_A": 5, "crop_B": 6}
 
 
 class CycleGANRecipe:

@@ -8,12 +8,13 @@ uninterrupted one would have (there is no RNG state to save; per-rank draws woul
 differ from one process, and ``skip_first_batches`` does not restore a consumed RNG stream).
 
 Seeds are ``(seed * 1_000_003 + t) * width + index``, with ``index`` the stream's position in the
-declaration and ``width >= the number of streams``: two streams of a recipe, or one stream at two
-steps, never share a seed, however many streams a recipe declares.
+declaration (or the one a mapping ``{name: position}`` gives it) and ``width`` above every
+position: two streams of a recipe, or one stream at two steps, never share a seed, however many
+streams a recipe declares.
 """
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Mapping, Sequence, Union
 
 import torch
 
@@ -23,11 +24,14 @@ MIN_WIDTH = 8  # the seeds of the first GAN recipes' five streams, kept so their
 
 
 class RandomStreams:
-    def __init__(self, names: Sequence[str], seed: int, accelerator, batch_size: int) -> None:
-        if len(set(names)) != len(names):
-            raise ConfigError(f"random streams: duplicate names in {list(names)}")
-        self.index = {name: i for i, name in enumerate(names)}
-        self.width = max(MIN_WIDTH, len(names))
+    def __init__(self, names: Union[Sequence[str], Mapping[str, int]], seed: int, accelerator, batch_size: int) -> None:
+        """``names``: the streams, in order; or ``{name: position}`` to keep the seeds of streams
+        that once had other neighbours."""
+        index = dict(names) if isinstance(names, Mapping) else {name: i for i, name in enumerate(names)}
+        if len(index) != len(names) or len(set(index.values())) != len(index) or min(index.values(), default=0) < 0:
+            raise ConfigError(f"random streams: duplicate names or positions in {names}")
+        self.index = index
+        self.width = max(MIN_WIDTH, max(index.values(), default=0) + 1)
         self.seed, self.device = seed, accelerator.device
         self.world, self.rank, self.batch = accelerator.num_processes, accelerator.process_index, batch_size
         self._generator = torch.Generator(device=self.device)
