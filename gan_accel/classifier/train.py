@@ -5,7 +5,6 @@ best model kept, local SGD, the schedule length recorded in checkpoints, the res
 """
 from __future__ import annotations
 
-import json
 import math
 from contextlib import nullcontext
 from pathlib import Path
@@ -13,16 +12,15 @@ from typing import Dict
 
 import torch
 
-from ..engine import BEFORE_SAVE, UPDATE, Hook, State
+from ..engine import BEFORE_SAVE, UPDATE, Hook
 from ..loop.guard import NonFiniteError
 from ..runner import Output, Plan, Task
 from .config import ClassifierDataArguments, ClassifierModelArguments, ClassifierTrainArguments
 from .data import build_dataloaders, encode_data, read_labelled_rows
-from .evaluate import best_model_keeper, best_record, evaluate
-from .model import ScheduleLength, load_model, load_tokenizer, schedule_length
-from .recipe import ClassifierRecipe
+from .evaluate import best_model_keeper, evaluate, write_eval_results
+from .model import load_model, load_tokenizer, schedule_length
+from .recipe import ClassifierRecipe, schedule_state
 
-SCHEDULE_FILE = "schedule.json"
 MODEL_CHECK = "save_pretrained folder, swapped into place when complete; finite weights"
 
 
@@ -123,40 +121,6 @@ def _local_sgd(acc, model, steps: int):
     from accelerate.local_sgd import LocalSGD
 
     return LocalSGD(accelerator=acc, model=model, local_sgd_steps=steps, enabled=True)
-
-
-def schedule_state(run, length: ScheduleLength) -> State:
-    """The schedule's length, saved in every checkpoint: a resume that re-sizes it (another
-    --max_steps / --num_train_epochs) says so instead of silently bending the LR curve."""
-    current = {"total_updates": length.total_updates, "warmup_updates": length.warmup_updates}
-
-    def write(folder: Path) -> None:
-        (folder / SCHEDULE_FILE).write_text(json.dumps(current) + "\n")
-
-    def read(folder: Path) -> None:
-        path = folder / SCHEDULE_FILE
-        saved = json.loads(path.read_text()) if path.is_file() else current
-        if saved != current:
-            run.print(f"warning: the checkpoint's LR schedule was {saved}, this run's is {current}: the linear "
-                      "schedule continues re-sized, so this is not identical to a run planned with this length")
-
-    return State("schedule", write=write, read=read)
-
-
-def write_eval_results(trainer: ClassifierTrainer, out: Path) -> dict:
-    results = {
-        # null, not a bare NaN (which is not JSON), for a diverged evaluation
-        "final": {"step": trainer.last_eval_step, **{k: v if math.isfinite(v) else None for k, v in trainer.last_eval.items()}},
-        "best": best_record(out / "model"),
-        "metric_for_best_model": trainer.args.metric_for_best_model,
-        "label_names": trainer.data.label_names,
-        "num_train_examples": len(trainer.data.train),
-        "num_eval_examples": len(trainer.data.validation),
-        "final_lr": trainer.engine.schedulers["model"].get_last_lr()[0],
-        "steps": trainer.run.state.step,
-    }
-    (out / "eval_results.json").write_text(json.dumps(results, indent=2) + "\n")
-    return results
 
 
 def train_classifier(*configs, on_update=None) -> Path:

@@ -3,9 +3,7 @@ what only a translation run adds: grids of fixed inputs, the translation evaluat
 generators exported. The runner (:mod:`gan_accel.runner`) runs it."""
 from __future__ import annotations
 
-import json
 import math
-from dataclasses import asdict
 from pathlib import Path
 from typing import Dict, Optional
 
@@ -99,23 +97,15 @@ class CycleGANTrainer(Task):
                                      self.sample_b, path)
 
     def build_evaluators(self) -> Dict[str, object]:
-        """One evaluator per direction (its target-domain classifier and reference statistics are
-        built once and cached), on the main process only; none when the domains carry no labels
-        (the domain classifier's features need them)."""
-        e = self.eval_args
-        if not (e.evaluate or e.eval_every) or not self.accelerator.is_main_process:
+        """On the main process only: the other ranks never wait for it."""
+        if not self.accelerator.is_main_process:
             return {}
-        source_a, target_b = self.domains.eval_sets()
-        if not self.domains.labelled:
-            self.run.print("Evaluation skipped: it needs both domains labelled with the same classes "
-                           "(class sub-folders in trainA and trainB)")
-            return {}
-        from .evaluate import TranslationEvaluator
+        from .evaluate import build_evaluators
 
-        kwargs = dict(num_images=e.eval_num_images, cache_dir=e.eval_cache_dir or str(self.run.output_dir / "cache"),
-                      device=self.accelerator.device, seed=self.run_args.seed)
-        return {"A2B": TranslationEvaluator(source_a, target_b, **kwargs),
-                "B2A": TranslationEvaluator(target_b, source_a, **kwargs)}
+        e = self.eval_args
+        return build_evaluators(self.domains, e.evaluate, e.eval_every, e.eval_num_images,
+                                e.eval_cache_dir or str(self.run.output_dir / "cache"), self.accelerator.device,
+                                self.run_args.seed, self.run.print)
 
     def evaluate(self) -> dict:
         return {direction: ev.evaluate(self.engine.module(DIRECTIONS[direction]))
@@ -135,12 +125,10 @@ class CycleGANTrainer(Task):
             save_translator(self.engine.module(name), out / f"generator_{direction}", direction, self.data_args.image_size)
         self.run.print(f"Exported the generators to {out / 'generator_A2B'} and {out / 'generator_B2A'}")
         if self.evaluators and self.eval_args.evaluate:
-            from .evaluate import format_results
+            from .evaluate import format_results, write_results
 
             results = self.evaluate()
-            payload = {"step": self.run.state.step, **{k: asdict(v) for k, v in results.items()}}
-            (out / "eval_results.json").write_text(json.dumps(payload, indent=2) + "\n")
-            self.run.print(f"{format_results(results)}\nwrote {out / 'eval_results.json'}")
+            self.run.print(f"{format_results(results)}\nwrote {write_results(results, self.run.state.step, out)}")
 
 
 def train_cyclegan(*configs) -> Path:

@@ -139,6 +139,33 @@ def save_cached_logits(path: Path, logits: torch.Tensor, meta: Dict[str, str]) -
     os.replace(tmp, path)
 
 
+def fill_logit_cache(engine, data, collate, batch_size: int, settings: Dict[str, object]) -> Tuple[torch.Tensor, dict]:
+    """``(logits, record)``: teacher logits for the training set, from the run folder's cache when
+    it was computed for this teacher (by its weights), data and ``settings``, else computed now;
+    the record says which, and how long it took."""
+    import time
+
+    from torch.utils.data import DataLoader
+
+    start = time.perf_counter()
+    meta = fingerprint(engine.module("teacher"), data.train, settings)
+
+    def compute() -> torch.Tensor:
+        # Its own generator: creating a loader's iterator draws a seed, from the global RNG by
+        # default, which would shift the student's dropout stream; with it, a run with the cache
+        # draws the same dropout masks as one without.
+        loader = DataLoader(data.train, batch_size=batch_size, shuffle=False, collate_fn=collate,
+                            generator=torch.Generator().manual_seed(0))
+        return compute_teacher_logits(engine.accelerator, engine.nets.teacher, loader, len(data.label_names))
+
+    logits, reused = cached_teacher_logits(engine.accelerator, engine.run.output_dir, meta, compute,
+                                           warn=engine.run.print)
+    seconds = time.perf_counter() - start
+    engine.run.print(f"teacher logits for {len(data.train)} training examples: "
+                     f"{'reused from the run folder' if reused else 'computed'} in {seconds:.1f} s")
+    return logits, {"teacher_cache_seconds": seconds, "teacher_cache_reused": reused}
+
+
 def cached_teacher_logits(accelerator, run_dir: Path, meta: Dict[str, str], compute,
                           warn: Callable[[str], None] = print) -> Tuple[torch.Tensor, bool]:
     """``(logits on the accelerator's device, reused)``: from ``RUN_DIR/teacher_logits.safetensors``

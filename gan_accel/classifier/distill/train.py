@@ -3,11 +3,6 @@
 The runner (:mod:`gan_accel.runner`) runs it."""
 from __future__ import annotations
 
-import time
-
-import torch
-from torch.utils.data import DataLoader
-
 from ...engine import Hook
 from ...errors import UserError
 from ...runner import Output, Plan
@@ -19,7 +14,7 @@ from .config import DistillArguments, DistillModelArguments
 from .evaluation import DistillEvaluator
 from .networks import load_networks
 from .recipe import DistillRecipe, TeacherLogits
-from .teacher import CACHE_FILE, IndexedDataset, cached_teacher_logits, compute_teacher_logits, fingerprint
+from .teacher import CACHE_FILE, IndexedDataset, fill_logit_cache
 
 
 class DistillTrainer(ClassifierTrainer):
@@ -66,35 +61,15 @@ class DistillTrainer(ClassifierTrainer):
         args = self.distill_args
         self.record = {"cache_teacher_logits": args.cache_teacher_logits}
         if args.cache_teacher_logits and args.alpha_kd > 0:
-            self.record.update(self.fill_logit_cache())
+            settings = {"max_length": self.data_args.max_length,
+                        "pad_to_multiple_of": self.data_args.padding_multiple(self.accelerator.device.type)}
+            self.cache.logits, record = fill_logit_cache(self.engine, self.data, self.collate,
+                                                         self.args.eval_batch_size or 2 * self.args.batch_size, settings)
+            self.record.update(record)
         self.evaluator = DistillEvaluator(self.engine, self.tokenizer, self.engine.eval_loaders[0],
                                           len(self.data.label_names), self.args.metric_for_best_model,
                                           self.args.greater_is_better)
         return [Hook(self.evaluator, every=self.args.eval_every, at_end=True, at_epoch_end=True)]
-
-    def fill_logit_cache(self) -> dict:
-        """Teacher logits for the training set, from the run folder's cache when it was computed for
-        this teacher (by its weights), data and settings, else computed now; timings for the record."""
-        start = time.perf_counter()
-        engine, data = self.engine, self.data
-        settings = {"max_length": self.data_args.max_length,
-                    "pad_to_multiple_of": self.data_args.padding_multiple(self.accelerator.device.type)}
-        meta = fingerprint(engine.module("teacher"), data.train, settings)
-
-        def compute() -> torch.Tensor:
-            # Its own generator: creating a loader's iterator draws a seed, from the global RNG by
-            # default, which would shift the student's dropout stream; with it, a run with the cache
-            # draws the same dropout masks as one without.
-            loader = DataLoader(data.train, batch_size=self.args.eval_batch_size or 2 * self.args.batch_size,
-                                shuffle=False, collate_fn=self.collate, generator=torch.Generator().manual_seed(0))
-            return compute_teacher_logits(engine.accelerator, engine.nets.teacher, loader, len(data.label_names))
-
-        self.cache.logits, reused = cached_teacher_logits(engine.accelerator, self.run.output_dir, meta, compute,
-                                                          warn=self.run.print)
-        seconds = time.perf_counter() - start
-        self.run.print(f"teacher logits for {len(data.train)} training examples: "
-                       f"{'reused from the run folder' if reused else 'computed'} in {seconds:.1f} s")
-        return {"teacher_cache_seconds": seconds, "teacher_cache_reused": reused}
 
     def train_engine(self) -> bool:
         return self.engine.train()
