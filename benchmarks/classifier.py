@@ -66,7 +66,7 @@ def run_toolkit(setup: ClassifierBenchSetup, inputs: Dict[str, Path], out_dir: P
                                              pad_to_multiple_of=data_args.padding_multiple(device.type))
     raw = engine.optimizers["model"].optimizer
     return {"seconds": seconds, "io_seconds": io.seconds, "samples": len(trainer.data.train) * setup.epochs,
-            "accuracy": trainer.last_eval["eval/accuracy"], "updates": trainer.state.step,
+            "accuracy": trainer.last_eval["eval/accuracy"], "updates": trainer.run.state.step,
             "optimizer": type(raw).__name__,
             "padding_fraction": padding_fraction(train_dl), "eval_padding_fraction": padding_fraction(eval_dl)}
 

@@ -112,7 +112,7 @@ class PlainGAN:
 
     Same init (same model classes after ``torch.manual_seed``), same data order (``randperm``
     seeded as :class:`ResumableSampler` does), same noise (seeded per batch as
-    :class:`StepNoise` does), same EMA formula: with equal semantics the weights equal the
+    :class:`RandomStreams` does), same EMA formula: with equal semantics the weights equal the
     toolkit's. What it lacks is what the toolkit adds per update: Accelerate's wrappers, the
     non-finite guard, metrics accumulated on the device, signals, cadences.
     """
@@ -154,7 +154,7 @@ class PlainGAN:
         s, G, D = self.setup, self.G, self.D
         for _ in range(num_steps):
             real = self._next_batch()
-            # Noise of batch t: seeded by t, as StepNoise does (micro-step t, purpose 0).
+            # Noise of batch t: seeded by t, as RandomStreams does (micro-step t, stream "z" at position 0).
             self.gen.manual_seed((s.seed * 1_000_003 + self.step) * 8)
             z = torch.randn(s.batch_size, s.z_dim, generator=self.gen, device=self.device)
             fake = G(z)

@@ -14,7 +14,7 @@ import math
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional, Sequence, Tuple, Type
+from typing import Any, Dict, Optional, Sequence, Tuple, Type
 
 import yaml
 
@@ -25,10 +25,20 @@ MIXED_PRECISION = ("no", "bf16", "fp16")
 SECRET_FIELDS = frozenset({"hub_token"})
 
 
-def choice(default: Any, choices: Sequence[str], help: str) -> Any:
+# How a field may differ between a checkpoint's run and the run that resumes it, declared in the
+# field's metadata (``metadata={"resume": ...}``), so every task's config carries its own rule:
+SAME = "same"              # cadence, length, bookkeeping or speed: the same maths and data order
+CHANGEABLE = "changeable"  # changes the maths of later steps but no shape and not the data order:
+#                            allowed with a warning (e.g. lower learning rates after a divergence)
+REFUSED = "refused"        # shapes, data, seed, batch size, ...: the default of a field that says nothing
+RESUME_POLICIES = (SAME, CHANGEABLE, REFUSED)
+
+
+def choice(default: Any, choices: Sequence[str], help: str, resume: str = REFUSED) -> Any:
     """A string field with argparse choices; validated again in ``__post_init__`` because values
     from a config file bypass argparse."""
-    return field(default=default, metadata={"help": f"{help} One of: {', '.join(choices)}.", "choices": list(choices)})
+    return field(default=default, metadata={"help": f"{help} One of: {', '.join(choices)}.", "choices": list(choices),
+                                            "resume": resume})
 
 
 def check_choice(flag: str, value: str, choices: Sequence[str]) -> None:
@@ -50,29 +60,30 @@ def check_positive(flag: str, value: float, allow_zero: bool = False) -> None:
 class RunArguments:
     """Settings of the shared training loop (every training path: GAN, CycleGAN, classifier, distillation)."""
 
-    output_dir: str = field(metadata={"help": "Run folder: config, metrics, checkpoints, samples, exports."})
-    overwrite_output_dir: bool = field(default=False, metadata={"help": "Delete a previous run in --output_dir instead of refusing to start."})
+    output_dir: str = field(metadata={"resume": SAME, "help": "Run folder: config, metrics, checkpoints, samples, exports."})
+    overwrite_output_dir: bool = field(default=False, metadata={"resume": SAME, "help": "Delete a previous run in --output_dir instead of refusing to start."})
     seed: int = field(default=0, metadata={"help": "Seed for weights, data order, noise and augmentation."})
     mixed_precision: str = choice("no", MIXED_PRECISION, "Autocast precision (fp32 is the CPU default: bf16 is slow on AVX2-only CPUs, fp16 is GPU-only).")
     gradient_accumulation_steps: int = field(default=1, metadata={"help": "Micro-batches per optimizer update (all optimizers share this clock)."})
-    report_to: str = field(default="none", metadata={"help": "Experiment trackers besides OUTPUT_DIR/metrics.jsonl: none, all (every installed one) or a comma-separated list of tensorboard, wandb, mlflow, aim, comet_ml, clearml, dvclive, swanlab, trackio."})
-    log_every: int = field(default=20, metadata={"help": "Optimizer steps between log lines (the only host syncs of the hot loop)."})
-    checkpointing_steps: int = field(default=500, metadata={"help": "Optimizer steps between checkpoints (0: only at the end and on a signal)."})
-    checkpoints_total_limit: int = field(default=2, metadata={"help": "Complete checkpoints kept; older ones are deleted."})
-    resume_from_checkpoint: Optional[str] = field(default=None, metadata={"help": "'latest' (the newest complete checkpoint in --output_dir, or a fresh start if none) or a checkpoint folder."})
+    report_to: str = field(default="none", metadata={"resume": SAME, "help": "Experiment trackers besides OUTPUT_DIR/metrics.jsonl: none, all (every installed one) or a comma-separated list of tensorboard, wandb, mlflow, aim, comet_ml, clearml, dvclive, swanlab, trackio."})
+    log_every: int = field(default=20, metadata={"resume": SAME, "help": "Optimizer steps between log lines (the only host syncs of the hot loop)."})
+    checkpointing_steps: int = field(default=500, metadata={"resume": SAME, "help": "Optimizer steps between checkpoints (0: only at the end and on a signal)."})
+    checkpoints_total_limit: int = field(default=2, metadata={"resume": SAME, "help": "Complete checkpoints kept; older ones are deleted."})
+    resume_from_checkpoint: Optional[str] = field(default=None, metadata={"resume": SAME, "help": "'latest' (the newest complete checkpoint in --output_dir, or a fresh start if none) or a checkpoint folder."})
     allow_data_change: bool = field(default=False, metadata={
+        "resume": SAME,
         "help": "Resume even though the data differs from the checkpoint's (files, sizes, modification times, "
                 "classes), with a warning; refused without it."})
-    max_nonfinite_steps: int = field(default=10, metadata={"help": "Consecutive skipped non-finite steps before the run stops."})
-    loss_explosion_factor: float = field(default=1e3, metadata={"help": "Warn (progress bar and metrics.jsonl) when a logged loss exceeds this many times the median of its recent logged values (0: off)."})
-    loss_explosion_window: int = field(default=20, metadata={"help": "Logged values of each loss that the explosion check takes the median of."})
-    cpu: bool = field(default=False, metadata={"help": "Force the CPU even when a GPU is present."})
-    push_to_hub: bool = field(default=False, metadata={"help": "Upload the export(s) with their model card to the Hugging Face Hub when the run finishes."})
-    hub_model_id: Optional[str] = field(default=None, metadata={"help": "Hub repo for --push_to_hub, as USER/NAME (a CycleGAN run pushes USER/NAME-A2B and USER/NAME-B2A)."})
-    hub_token: Optional[str] = field(default=None, metadata={"help": "Hub token for --push_to_hub (default: HF_TOKEN or `hf auth login`); never written to any file."})
-    hub_private: bool = field(default=False, metadata={"help": "Create the --hub_model_id repo as private."})
-    dry_run: bool = field(default=False, metadata={"help": "Print the resolved config and exit."})
-    debug: bool = field(default=False, metadata={"help": "Show full tracebacks instead of one-line errors."})
+    max_nonfinite_steps: int = field(default=10, metadata={"resume": SAME, "help": "Consecutive skipped non-finite steps before the run stops."})
+    loss_explosion_factor: float = field(default=1e3, metadata={"resume": SAME, "help": "Warn (progress bar and metrics.jsonl) when a logged loss exceeds this many times the median of its recent logged values (0: off)."})
+    loss_explosion_window: int = field(default=20, metadata={"resume": SAME, "help": "Logged values of each loss that the explosion check takes the median of."})
+    cpu: bool = field(default=False, metadata={"resume": SAME, "help": "Force the CPU even when a GPU is present."})
+    push_to_hub: bool = field(default=False, metadata={"resume": SAME, "help": "Upload the export(s) with their model card to the Hugging Face Hub when the run finishes."})
+    hub_model_id: Optional[str] = field(default=None, metadata={"resume": SAME, "help": "Hub repo for --push_to_hub, as USER/NAME (a CycleGAN run pushes USER/NAME-A2B and USER/NAME-B2A)."})
+    hub_token: Optional[str] = field(default=None, metadata={"resume": SAME, "help": "Hub token for --push_to_hub (default: HF_TOKEN or `hf auth login`); never written to any file."})
+    hub_private: bool = field(default=False, metadata={"resume": SAME, "help": "Create the --hub_model_id repo as private."})
+    dry_run: bool = field(default=False, metadata={"resume": SAME, "help": "Print the resolved config and exit."})
+    debug: bool = field(default=False, metadata={"resume": SAME, "help": "Show full tracebacks instead of one-line errors."})
 
     def __post_init__(self) -> None:
         if not self.output_dir:
@@ -98,38 +109,6 @@ class RunArguments:
 
 # Renamed fields: a checkpoint written before the rename records the old name.
 RENAMED_FIELDS = {"num_warmup_steps": "warmup_steps", "eval_steps": "eval_every"}
-
-# Fields that may differ between a checkpoint's run and the run that resumes it: they change
-# cadence, length or bookkeeping, never the maths of a step or the data order.
-RESUME_SAFE_FIELDS = frozenset(
-    {
-        "output_dir", "overwrite_output_dir", "resume_from_checkpoint", "max_steps", "num_train_epochs",
-        "allow_data_change",
-        "log_every", "checkpointing_steps", "checkpoints_total_limit", "sample_every", "eval_every",
-        "eval_num_images", "report_to", "max_nonfinite_steps", "dry_run", "debug",
-        "push_to_hub", "hub_model_id", "hub_private",
-        "num_sample_images", "inception_weights", "eval_feature_extractor", "eval_cache_dir",
-        "loss_explosion_factor", "loss_explosion_window", "eval_batch_size",
-        # Speed settings: the same maths (bit-identity of the continuation is then not promised).
-        "compile", "channels_last", "cpu",
-        # Where the decoded images live and how they are read: the same pixels in the same order.
-        "data_in_memory", "max_data_memory_mb", "data_cache_dir", "dataloader_num_workers", "data_decode_workers",
-    }
-)
-
-# Fields that change the maths of later steps but neither a tensor's shape nor the data order:
-# the checkpoint still loads and the run continues, but it is no longer what an uninterrupted run
-# would have computed (the point of changing them: e.g. lower learning rates after a divergence).
-# Optimizer hyper-parameters take effect through TrainingRun.resume, which re-applies them over
-# the ones stored in the optimizer state; schedules are rebuilt from the current settings.
-RESUME_CHANGEABLE_FIELDS = frozenset(
-    {
-        "lr_g", "lr_d", "adam_beta1", "adam_beta2", "lr_scheduler", "warmup_steps",      # GAN optimizers
-        "gp_weight", "r1_gamma", "ema_decay",                                           # GAN loss weights, EMA
-        "learning_rate", "weight_decay", "warmup_ratio", "max_grad_norm",                  # classifier
-    }
-)
-
 
 def load_config_file(path: str) -> dict:
     """Read a YAML or JSON config file into a flat ``{field: value}`` dict."""
@@ -157,13 +136,11 @@ def parse_config(types: Tuple[Type, ...], argv: Optional[Sequence[str]], descrip
     ``--config FILE`` supplies defaults; explicit flags win. Unknown keys in the file are an error
     naming the file and the key.
     """
-    from transformers import HfArgumentParser
-
     pre = argparse.ArgumentParser(add_help=False)
     pre.add_argument("--config", default=None)
     known, _ = pre.parse_known_args(argv)
 
-    parser = HfArgumentParser(types, description=description)
+    parser = _parser_class()(types, description=description)
     parser.error = _one_line_error  # argparse would print the whole usage block before the error
     parser.add_argument("--config", default=None, help="YAML or JSON file of flag values (flags on the command line override it).")
     if known.config:
@@ -195,6 +172,23 @@ def parse_config(types: Tuple[Type, ...], argv: Optional[Sequence[str]], descrip
                 # Flags and YAML both accept nan/inf; no setting of ours means anything with them.
                 raise ConfigError(f"--{name} must be a finite number; got {value}")
     return configs
+
+
+def _parser_class():
+    """HfArgumentParser, with our own field metadata (the resume policy) kept out of argparse."""
+    import copy
+    from types import MappingProxyType
+
+    from transformers import HfArgumentParser
+
+    class Parser(HfArgumentParser):
+        @staticmethod
+        def _parse_dataclass_field(parser, f: dataclasses.Field):
+            f = copy.copy(f)
+            f.metadata = MappingProxyType({k: v for k, v in f.metadata.items() if k != "resume"})
+            return HfArgumentParser._parse_dataclass_field(parser, f)
+
+    return Parser
 
 
 def _field_types(cls: Type) -> dict:
@@ -277,21 +271,37 @@ def config_to_dict(*configs: Any) -> dict:
     return out
 
 
-def resume_incompatibilities(saved: dict, current: dict) -> list:
+def resume_policy(*types: Type) -> Dict[str, str]:
+    """``{field: SAME | CHANGEABLE | REFUSED}`` of the dataclasses ``types`` (instances or classes),
+    from each field's ``metadata["resume"]`` (REFUSED when it declares none: the safe default)."""
+    policy = {}
+    for cls in types:
+        for f in dataclasses.fields(cls):
+            value = f.metadata.get("resume", REFUSED)
+            if value not in RESUME_POLICIES:
+                raise TypeError(f"{cls.__name__}.{f.name}: resume policy {value!r} is not one of {RESUME_POLICIES}")
+            policy[f.name] = value
+    return policy
+
+
+def resume_incompatibilities(saved: dict, current: dict, policy: Optional[Dict[str, str]] = None) -> list:
     """Names and values of fields that differ between a checkpoint's config and the current one
     and may not change on resume (shapes, data, seed, batch size, accumulation, ...)."""
-    return resume_changes(saved, current)[0]
+    return resume_changes(saved, current, policy)[0]
 
 
-def resume_changes(saved: dict, current: dict) -> Tuple[list, list]:
+def resume_changes(saved: dict, current: dict, policy: Optional[Dict[str, str]] = None) -> Tuple[list, list]:
     """(refused, allowed-with-a-warning) differences between a checkpoint's config and this one,
-    each as ``--key old -> new``; fields in RESUME_SAFE_FIELDS are neither. A checkpoint written
-    before a field was renamed is read under the new name."""
+    each as ``--key old -> new``, by ``policy`` (:func:`resume_policy`; by default that of
+    :class:`RunArguments`; a key it does not know is refused). A checkpoint written before a
+    field was renamed is read under the new name."""
+    policy = resume_policy(RunArguments) if policy is None else policy
     saved = {RENAMED_FIELDS.get(k, k): v for k, v in saved.items()}
     refused, changed = [], []
     for key in sorted(set(saved) | set(current)):
-        if key in RESUME_SAFE_FIELDS or saved.get(key) == current.get(key):
+        rule = policy.get(key, REFUSED)
+        if rule == SAME or saved.get(key) == current.get(key):
             continue
         line = f"--{key} {saved.get(key)!r} -> {current.get(key)!r}"
-        (changed if key in RESUME_CHANGEABLE_FIELDS else refused).append(line)
+        (changed if rule == CHANGEABLE else refused).append(line)
     return refused, changed

@@ -3,27 +3,13 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Optional, Sequence
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # runnable from a checkout without install
 
-from gan_accel.config import RunArguments, config_to_dict, parse_config  # noqa: E402
-from gan_accel.errors import cli_entry  # noqa: E402
-from gan_accel.gan.config import GAN_CONFIG_TYPES  # noqa: E402
-from gan_accel.loop.accel import print_and_save_config  # noqa: E402
+from gan_accel.gan.trainer import GANTrainer  # noqa: E402
 
-
-@cli_entry
-def main(argv: Optional[Sequence[str]] = None) -> int:
-    data, model, train, evaluation, run = parse_config((*GAN_CONFIG_TYPES, RunArguments), argv, description=__doc__)
-    model.check_image_size(data.image_size)
-    if run.dry_run:
-        print_and_save_config(None, config_to_dict(data, model, train, evaluation, run), None)
-        return 0
-    from gan_accel.gan.trainer import train_gan
-
-    train_gan(data, model, train, run, evaluation)  # ends by printing the run folder and what it holds
-    return 0
+# Flags, --config, --dry_run, one-line errors and the run itself: gan_accel.runner.Task.
+main = GANTrainer.script(__doc__)
 
 
 if __name__ == "__main__":

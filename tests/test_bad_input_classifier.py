@@ -157,6 +157,11 @@ CASES = [
      "nope.csv: file not found"),
     ("tiny: no text column", "make_tiny_model", ["--train_file", "{tmp}/t.csv", "--output_dir", "{out}"],
      {"t.csv": "body,label\na,x\n"}, "no column 'text'"),
+    # ---- distillation: the classifier's checks, before the run folder is touched (issue 20) -----
+    ("distill: warm-up longer than the run", "distill_classifier",
+     ["--train_file", "{train}", "--validation_file", "{val}", "--teacher_model_name_or_path", "{model}",
+      "--student_from_teacher", "--output_dir", "{out}", "--max_steps", "2", "--warmup_steps", "5"], {},
+     "--warmup_steps 5 must be smaller than the 2 optimizer updates"),
     ("tiny: heads do not divide dim", "make_tiny_model",
      ["--train_file", "{train}", "--output_dir", "{out}", "--dim", "32", "--n_heads", "3"], {}, "--n_heads 3 must divide --dim 32"),
 ]

@@ -66,7 +66,7 @@ CASES = {
     "classifier checkpoint on the GAN path": (lambda run: (fake_classifier_checkpoint(run),
                                                            ["--output_dir", str(run.parent / "new"), "--resume_from_checkpoint",
                                                             str(run.parent / "clf_ckpt")])[1],
-                                              "this is a classifier checkpoint, not a gan one"),
+                                              "not a gan checkpoint (it has settings learning_rate, model_name_or_path"),
     "run folder in use": (lambda run: ["--output_dir", str(run), "--resume_from_checkpoint", "latest", "--max_steps", "6"],
                           "in use by another run (host "),
 }

@@ -155,7 +155,7 @@ def test_uncached_hub_name_offline_says_how_to_use_a_local_folder(monkeypatch):
 
 def test_old_flag_spellings_still_work_on_the_command_line_in_files_and_on_resume(tmp_path):
     from gan_accel.classifier import CLASSIFIER_CONFIG_TYPES
-    from gan_accel.config import RunArguments, parse_config, resume_incompatibilities
+    from gan_accel.config import RunArguments, parse_config, resume_incompatibilities, resume_policy
 
     types = (*CLASSIFIER_CONFIG_TYPES, RunArguments)
     base = ["--train_file", "t.csv", "--validation_file", "v.csv", "--output_dir", str(tmp_path / "out")]
@@ -165,7 +165,8 @@ def test_old_flag_spellings_still_work_on_the_command_line_in_files_and_on_resum
     train = parse_config(types, [*base, "--config", str(tmp_path / "old.yaml")])[2]
     assert (train.eval_every, train.warmup_steps) == (9, 4)
     # A checkpoint written before the rename records the old names: not a difference.
-    assert resume_incompatibilities({"num_warmup_steps": 4, "eval_steps": 9}, {"warmup_steps": 4, "eval_every": 9}) == []
+    assert resume_incompatibilities({"num_warmup_steps": 4, "eval_steps": 9}, {"warmup_steps": 4, "eval_every": 9},
+                                    resume_policy(*types)) == []
 
 
 # ---- issue 11: files as spreadsheets and exports write them; divergence --------------------------

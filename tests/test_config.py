@@ -61,7 +61,11 @@ def test_choice_validated_from_file_too(tmp_path):
 
 
 def test_resume_incompatibilities_ignore_safe_fields():
+    from gan_accel.config import resume_policy
+    from gan_accel.gan.config import GAN_CONFIG_TYPES
+
+    policy = resume_policy(*GAN_CONFIG_TYPES, RunArguments)
     saved = {"lr": 1.0, "max_steps": 10, "arch": "dcgan"}
-    assert resume_incompatibilities(saved, {"lr": 1.0, "max_steps": 20, "arch": "dcgan"}) == []
-    diffs = resume_incompatibilities(saved, {"lr": 1.0, "max_steps": 10, "arch": "resnet"})
+    assert resume_incompatibilities(saved, {"lr": 1.0, "max_steps": 20, "arch": "dcgan"}, policy) == []
+    diffs = resume_incompatibilities(saved, {"lr": 1.0, "max_steps": 10, "arch": "resnet"}, policy)
     assert diffs == ["--arch 'dcgan' -> 'resnet'"]

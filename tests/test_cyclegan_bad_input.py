@@ -97,7 +97,7 @@ def test_translate_refuses_to_overwrite_and_bad_folders(tmp_path, capsys):
     assert (out / "000.png").read_bytes() == b"precious" and not (out / "001.png").exists()
 
     line = user_error(translate, ["--generator", str(tmp_path), "--input_dir", str(images), "--output_dir", str(out)], capsys)
-    assert "not an exported generator folder" in line
+    assert f"a training run folder, not its export; pass {gen}" in line  # it holds generator_A2B
     line = user_error(translate, ["--generator", str(gen), "--input_dir", str(tmp_path / "nope"), "--output_dir", str(out)], capsys)
     assert "--input_dir" in line and "not a folder" in line
 

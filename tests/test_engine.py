@@ -18,7 +18,9 @@ from torch.utils.data import DataLoader
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from gan_accel.config import RunArguments  # noqa: E402
 from gan_accel.data import ResumableSampler  # noqa: E402
-from gan_accel.engine import Engine, LRSchedule, Network, Optimizer, Phase, Recipe, adam  # noqa: E402
+from gan_accel.engine import (AFTER_CHECKPOINT, UPDATE, Hook, LRSchedule, Network, Optimizer, Phase,  # noqa: E402
+                               Recipe, State, adam)
+from gan_accel.engine.engine import Engine  # noqa: E402
 from gan_accel.gan.ema import EMA  # noqa: E402
 from gan_accel.loop import TrainingRun  # noqa: E402
 
@@ -54,7 +56,8 @@ def build_recipe(data: torch.Tensor, steps: int, with_encoder: bool = True, shar
     return Recipe(
         networks=[Network("G", G, optimizer="G"), *encoder, Network("D", D, optimizer="D"), Network("F", Feat)],
         optimizers=[Optimizer("G", adam(1e-2, (0.5, 0.99)), LRSchedule("linear", 1, steps)),
-                    Optimizer("D", adam(1e-2, (0.5, 0.99)), LRSchedule("linear", 2, 2 * steps)), *own],
+                    # In run steps: D, updating twice per G update, gets a schedule twice as long.
+                    Optimizer("D", adam(1e-2, (0.5, 0.99)), LRSchedule("linear", 1, steps)), *own],
         phases=[Phase("D", trains=["D"], loss=d_loss),
                 Phase("G", trains=["G", "E"] if with_encoder else ["G"], frozen=["D"], loss=g_loss, every=2, offset=1)],
         progress="G", inputs=inputs)
@@ -69,8 +72,7 @@ def train(output_dir, steps: int, batch_size: int = 16, resume: bool = False, wi
     loader = DataLoader(range(N), batch_size=batch_size, sampler=ResumableSampler(N, seed=0), drop_last=True)
     engine = Engine(run, build_recipe(data, 8, with_encoder), loader, max_steps=steps)
     ema = EMA(engine.module("G"), decay=0.9)
-    engine.register_state("ema", ema)
-    engine.on_update(lambda: ema.update(engine.module("G"), run.state.step))
+    engine.add(State("ema", ema), Hook(lambda: ema.update(engine.module("G"), run.state.step), when=UPDATE))
     if setup is not None:
         setup(engine)
     engine.resume()
@@ -121,8 +123,9 @@ def test_hooks_after_checkpoint_run_once_that_steps_checkpoint_exists(tmp_path):
     def setup(engine):
         def saved():
             return (tmp_path / "run" / "checkpoints" / f"step_{engine.state.step:08d}").is_dir()
-        engine.every(2, lambda: seen.append(("before", engine.state.step, saved())))
-        engine.every(2, lambda: seen.append(("after", engine.state.step, saved())), at_end=False, after_checkpoint=True)
+        engine.add(Hook(lambda: seen.append(("before", engine.state.step, saved())), every=2),
+                   Hook(lambda: seen.append(("after", engine.state.step, saved())), every=2, at_end=False,
+                        when=AFTER_CHECKPOINT))
 
     train(tmp_path / "run", 4, checkpointing_steps=2, setup=setup)
     assert seen == [("before", 2, False), ("after", 2, True), ("before", 4, False), ("after", 4, True)]

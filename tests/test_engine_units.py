@@ -113,3 +113,22 @@ def test_a_gan_checkpoint_from_before_per_optimizer_counters_resumes_its_counter
 
     state = TrainState.from_dict({"step": 5, "micro_step": 20, "d_updates": 10, "epoch": 1})
     assert state.updates == {"D": 10, "G": 5} and state.windows == 10 and state.step == 5
+
+
+def test_random_streams_never_share_a_seed_and_refuse_unknown_names():
+    from types import SimpleNamespace
+
+    from gan_accel.engine import RandomStreams
+    from gan_accel.errors import ConfigError
+
+    acc = SimpleNamespace(device=torch.device("cpu"), num_processes=1, process_index=0)
+    names = [f"s{i}" for i in range(12)]  # more streams than the old 8 purposes: no seed of step t+1 is reused
+    streams = RandomStreams(names, 0, acc, 2)
+    seeds = {streams._seeded(name, t).initial_seed() for name in names for t in range(5)}
+    assert len(seeds) == 12 * 5
+    with pytest.raises(ConfigError, match="no stream 'z'"):
+        streams.normal("z", 0, 3)
+    with pytest.raises(ConfigError, match="duplicate"):
+        RandomStreams({"a": 1, "b": 1}, 0, acc, 2)
+    kept = RandomStreams({"crop_A": 5, "crop_B": 6}, 0, acc, 2)  # CycleGAN's positions: its seeds as before
+    assert kept._seeded("crop_B", 3).initial_seed() == (0 * 1_000_003 + 3) * 8 + 6

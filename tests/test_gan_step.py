@@ -8,8 +8,8 @@ from gan_accel.data import to_float_images
 from gan_accel.engine import adam, apply_update, backward_phase
 from gan_accel.engine.step import Nets, Step
 from gan_accel.gan.config import GANTrainArguments
-from gan_accel.gan.noise import StepNoise
-from gan_accel.gan.recipe import GANRecipe
+from gan_accel.engine import RandomStreams
+from gan_accel.gan.recipe import STREAMS, GANRecipe
 from gan_accel.gan.step import d_loss
 from gan_accel.models import build_models
 
@@ -44,8 +44,8 @@ def test_g_step_leaves_d_params_and_grads_unchanged(parts, loss):
     acc, G, D, opt_G, opt_D = parts
     images = torch.randint(0, 256, (4, 1, 16, 16), dtype=torch.uint8)
     real_batch = lambda idx: (to_float_images(images[idx]), None)  # noqa: E731 (in memory: a batch is indices)
-    gan = GANRecipe(GANTrainArguments(loss=loss), real_batch, StepNoise(0, acc.device, 1, 0, 4), z_dim=8)
-    d_phase, g_phase = gan.recipe(G, D).phases
+    gan = GANRecipe(GANTrainArguments(loss=loss), real_batch, RandomStreams(STREAMS, 0, acc, 4), z_dim=8)
+    d_phase, g_phase = gan.recipe({"G": G, "D": D}).phases
     with acc.accumulate(G, D):  # micro-step 1 of 2: D's gradients stay accumulated
         assert not acc.sync_gradients
         step = Step(Nets(G=G, D=D), torch.arange(4), 0, 0, {}, acc, frozenset({"D", "G"}))

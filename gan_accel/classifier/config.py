@@ -11,7 +11,7 @@ import math
 from dataclasses import dataclass, field
 from typing import List, Optional
 
-from ..config import check_choice, check_positive, choice
+from ..config import CHANGEABLE, SAME, check_choice, check_positive, choice
 from ..errors import ConfigError
 
 OPTIMIZERS = ("adam", "adamw", "adafactor")
@@ -85,17 +85,17 @@ class ClassifierTrainArguments:
     """Optimisation, schedule and evaluation cadence."""
 
     optimizer: str = choice("adam", OPTIMIZERS, "Optimizer (Adam is the course's choice; weight decay never applies to biases and LayerNorm).")
-    learning_rate: float = field(default=2e-5, metadata={"help": "Peak learning rate, reached after warm-up."})
-    weight_decay: float = field(default=0.0, metadata={"help": "Weight decay on weight matrices (not on biases or LayerNorm)."})
-    warmup_steps: Optional[int] = field(default=None, metadata={"help": "Optimizer updates of linear warm-up; overrides --warmup_ratio (old spelling: --num_warmup_steps).", "aliases": ["--num_warmup_steps"]})
-    warmup_ratio: float = field(default=0.1, metadata={"help": "Warm-up as a share of all optimizer updates (the course uses 0.1)."})
-    num_train_epochs: int = field(default=3, metadata={"help": "Passes over the training data (ignored when --max_steps is set)."})
-    max_steps: Optional[int] = field(default=None, metadata={"help": "Total optimizer updates; overrides --num_train_epochs and sizes the schedule."})
+    learning_rate: float = field(default=2e-5, metadata={"resume": CHANGEABLE, "help": "Peak learning rate, reached after warm-up."})
+    weight_decay: float = field(default=0.0, metadata={"resume": CHANGEABLE, "help": "Weight decay on weight matrices (not on biases or LayerNorm)."})
+    warmup_steps: Optional[int] = field(default=None, metadata={"resume": CHANGEABLE, "help": "Optimizer updates of linear warm-up; overrides --warmup_ratio (old spelling: --num_warmup_steps).", "aliases": ["--num_warmup_steps"]})
+    warmup_ratio: float = field(default=0.1, metadata={"resume": CHANGEABLE, "help": "Warm-up as a share of all optimizer updates (the course uses 0.1)."})
+    num_train_epochs: int = field(default=3, metadata={"resume": SAME, "help": "Passes over the training data (ignored when --max_steps is set)."})
+    max_steps: Optional[int] = field(default=None, metadata={"resume": SAME, "help": "Total optimizer updates; overrides --num_train_epochs and sizes the schedule."})
     batch_size: int = field(default=16, metadata={"help": "Examples per process per micro-batch (global batch = this x processes x accumulation)."})
-    eval_batch_size: Optional[int] = field(default=None, metadata={"help": "Examples per process per evaluation batch (default: 2 x --batch_size)."})
-    max_grad_norm: float = field(default=1.0, metadata={"help": "Clip the global gradient norm to this (0: no clipping)."})
+    eval_batch_size: Optional[int] = field(default=None, metadata={"resume": SAME, "help": "Examples per process per evaluation batch (default: 2 x --batch_size)."})
+    max_grad_norm: float = field(default=1.0, metadata={"resume": CHANGEABLE, "help": "Clip the global gradient norm to this (0: no clipping)."})
     local_sgd_steps: int = field(default=0, metadata={"help": "Multi-process only: average weights every N updates instead of all-reducing gradients each update (Accelerate LocalSGD; 0: off)."})
-    eval_every: int = field(default=0, metadata={"help": "Also evaluate every N optimizer updates (0: only at the end of each epoch; old spelling: --eval_steps).", "aliases": ["--eval_steps"]})
+    eval_every: int = field(default=0, metadata={"resume": SAME, "help": "Also evaluate every N optimizer updates (0: only at the end of each epoch; old spelling: --eval_steps).", "aliases": ["--eval_steps"]})
     metric_for_best_model: str = choice("accuracy", BEST_METRICS, "Validation metric that picks the model kept in OUTPUT_DIR/model (loss: lower is better).")
 
     def __post_init__(self) -> None:

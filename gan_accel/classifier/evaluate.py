@@ -82,3 +82,20 @@ def best_record(out: Path) -> dict:
     """The metrics of the model exported to ``out`` ({} when none was)."""
     path = Path(out) / "eval_results.json"
     return json.loads(path.read_text()) if path.is_file() else {}
+
+
+def write_eval_results(trainer, out: Path) -> dict:
+    """``OUT/eval_results.json`` of a finished classifier run (``trainer``: its task)."""
+    results = {
+        # null, not a bare NaN (which is not JSON), for a diverged evaluation
+        "final": {"step": trainer.last_eval_step, **{k: v if math.isfinite(v) else None for k, v in trainer.last_eval.items()}},
+        "best": best_record(out / "model"),
+        "metric_for_best_model": trainer.args.metric_for_best_model,
+        "label_names": trainer.data.label_names,
+        "num_train_examples": len(trainer.data.train),
+        "num_eval_examples": len(trainer.data.validation),
+        "final_lr": trainer.engine.schedulers["model"].get_last_lr()[0],
+        "steps": trainer.run.state.step,
+    }
+    (out / "eval_results.json").write_text(json.dumps(results, indent=2) + "\n")
+    return results

@@ -12,8 +12,10 @@
 """
 from __future__ import annotations
 
+import json
 from dataclasses import asdict, dataclass, field
-from typing import Dict, Iterator, List, Optional
+from pathlib import Path
+from typing import Callable, Dict, Iterator, List, Optional
 
 import torch
 import torch.nn as nn
@@ -128,3 +130,28 @@ def format_results(results: Dict[str, TranslationResult]) -> str:
         lines.append(f"{direction}: FID {r.fid:.3f} ({r.fid_at_floor_size:.3f} at {r.num_floor} images; floor "
                      f"{r.fid_floor:.3f}, untranslated {r.fid_untranslated:.3f}){kept}")
     return "\n".join(lines)
+
+
+def build_evaluators(domains, evaluate: bool, eval_every: int, num_images: int, cache_dir: str, device, seed: int,
+                     print_fn: Callable[[str], None]) -> Dict[str, "TranslationEvaluator"]:
+    """One evaluator per direction (its target-domain classifier and reference statistics are
+    built once and cached); none when neither the final evaluation nor a periodic one is asked
+    for, or when the domains carry no labels (the domain classifier's features need them)."""
+    if not (evaluate or eval_every):
+        return {}
+    source_a, target_b = domains.eval_sets()
+    if not domains.labelled:
+        print_fn("Evaluation skipped: it needs both domains labelled with the same classes "
+                 "(class sub-folders in trainA and trainB)")
+        return {}
+    kwargs = dict(num_images=num_images, cache_dir=cache_dir, device=device, seed=seed)
+    return {"A2B": TranslationEvaluator(source_a, target_b, **kwargs),
+            "B2A": TranslationEvaluator(target_b, source_a, **kwargs)}
+
+
+def write_results(results: Dict[str, TranslationResult], step: int, out: Path) -> Path:
+    """``OUT/eval_results.json``: the step and both directions' results."""
+    path = Path(out) / "eval_results.json"
+    payload = {"step": step, **{k: asdict(v) for k, v in results.items()}}
+    path.write_text(json.dumps(payload, indent=2) + "\n")
+    return path

@@ -23,13 +23,27 @@ def save_translator(G: ResnetGenerator, path: Path, direction: str, image_size: 
     return Path(path)
 
 
+# Keys of every translator's config.json (a GAN generator's or a classifier's lacks some).
+TRANSLATOR_KEYS = ("arch", "direction", "channels", "n_blocks")
+HINT = "pass OUTPUT_DIR/generator_A2B or OUTPUT_DIR/generator_B2A of a train_cyclegan.py run"
+
+
+def describe_config(config) -> str:
+    """What a config.json that is not a translator's describes, for the error message."""
+    if not isinstance(config, dict):
+        return "not a model config"
+    if "z_dim" in config:
+        return f"a {config.get('arch', 'dcgan')!r} noise-to-image generator (use scripts/sample_gan.py for it)"
+    kind = config.get("model_type") or (config.get("architectures") or [""])[0]
+    return f"a {kind} model" if kind else "not an exported generator"
+
+
 def load_translator(path) -> tuple:
     """``(G in eval mode, config dict)`` from a folder written by :func:`save_translator`."""
     path = Path(path)
-    config = read_export_config(
-        path, "pass OUTPUT_DIR/generator_A2B or OUTPUT_DIR/generator_B2A of a train_cyclegan.py run")
-    arch = config.get("arch", "dcgan") if isinstance(config, dict) else None
-    if arch != ResnetGenerator.arch:
-        raise UserError(f"--generator {path}: a {arch!r} generator, not a CycleGAN translator; "
-                        "for noise-to-image generators use scripts/sample_gan.py")
+    config = read_export_config(path, HINT, run_exports=("generator_A2B", "generator_B2A"))
+    if not isinstance(config, dict) or any(k not in config for k in TRANSLATOR_KEYS) \
+            or config["arch"] != ResnetGenerator.arch:
+        raise UserError(f"--generator {path}: not a CycleGAN translator: its config.json describes "
+                        f"{describe_config(config)}; {HINT}")
     return load_export(ResnetGenerator, path), config

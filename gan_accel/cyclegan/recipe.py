@@ -12,35 +12,37 @@ D_A judges domain A (real_A vs G_BA's fakes), D_B domain B. ``idt_A`` is G_BA fe
 """
 from __future__ import annotations
 
-from typing import Dict
+from typing import Dict, Mapping
 
 import torch
 
 from ..data import to_float_images
-from ..engine import LRSchedule, Network, Optimizer, Phase, Recipe, adam
-from ..gan.noise import StepNoise
+from ..engine import LRSchedule, Network, Optimizer, Phase, RandomStreams, Recipe, adam
 from .config import CycleGANDataArguments, CycleGANTrainArguments
 from .data import random_crop_flip
 from .losses import cycle_loss, discriminator_loss, generator_adversarial_loss, identity_loss
 from .pool import ImagePool
 
-# Purposes of the per-step random draws (StepNoise seeds by micro-step and purpose; 0-4 are the GAN path's).
-CROP_A, CROP_B = 5, 6
+# The per-step random draws: the crop and flip of each domain's images, at the positions the first
+# CycleGAN runs drew them from (so a run, and an older checkpoint's continuation, crop as before).
+STREAMS = {"crop_A": 5, "crop_B": 6}
 
 
 class CycleGANRecipe:
     def __init__(self, train: CycleGANTrainArguments, data: CycleGANDataArguments, images_a: torch.Tensor,
-                 images_b: torch.Tensor, noise: StepNoise, pools: Dict[str, ImagePool], accelerator) -> None:
+                 images_b: torch.Tensor, noise: RandomStreams, pools: Dict[str, ImagePool], accelerator,
+                 schedule: LRSchedule) -> None:
         """``images_a``/``images_b``: uint8 ``[N, C, L, L]`` on the device (a batch indexes them);
         ``pools``: the image histories of D_A and D_B, identical on every process."""
         self.t, self.d, self.images_a, self.images_b = train, data, images_a, images_b
-        self.noise, self.pools, self.accelerator = noise, pools, accelerator
+        self.noise, self.pools, self.accelerator, self.schedule = noise, pools, accelerator, schedule
 
-    def recipe(self, G_AB, G_BA, D_A, D_B, schedule: LRSchedule) -> Recipe:
+    def recipe(self, networks: Mapping[str, torch.nn.Module]) -> Recipe:
         adam_ = adam(self.t.lr, (self.t.adam_beta1, self.t.adam_beta2))
+        schedule = self.schedule
         return Recipe(
-            networks=[Network("G_AB", G_AB, optimizer="G"), Network("G_BA", G_BA, optimizer="G"),
-                      Network("D_A", D_A, optimizer="D_A"), Network("D_B", D_B, optimizer="D_B")],
+            networks=[Network("G_AB", networks["G_AB"], optimizer="G"), Network("G_BA", networks["G_BA"], optimizer="G"),
+                      Network("D_A", networks["D_A"], optimizer="D_A"), Network("D_B", networks["D_B"], optimizer="D_B")],
             optimizers=[Optimizer("G", adam_, schedule), Optimizer("D_A", adam_, schedule),
                         Optimizer("D_B", adam_, schedule)],
             phases=[Phase("G", trains=["G_AB", "G_BA"], frozen=["D_A", "D_B"], loss=self.generator_phase),
@@ -49,19 +51,19 @@ class CycleGANRecipe:
             inputs=self.inputs,
         )
 
-    def real_images(self, images: torch.Tensor, idx: torch.Tensor, micro_step: int, purpose: int) -> torch.Tensor:
+    def real_images(self, images: torch.Tensor, idx: torch.Tensor, micro_step: int, stream: str) -> torch.Tensor:
         """The batch's images, randomly cropped and flipped; the draws are per sample of the GLOBAL
         batch and seeded by the micro-step, so 1 or N processes and a resumed run crop alike."""
         x = to_float_images(images[idx])
         if x.shape[-1] == self.d.image_size and not self.d.flip:
             return x
-        u = self.noise.uniform(micro_step, purpose, 3)
+        u = self.noise.uniform(stream, micro_step, 3)
         return random_crop_flip(x, self.d.image_size, u, self.d.flip)
 
     def inputs(self, s) -> dict:
         idx_a, idx_b = s.batch
-        real_a = self.real_images(self.images_a, idx_a, s.micro_step, CROP_A)
-        real_b = self.real_images(self.images_b, idx_b, s.micro_step, CROP_B)
+        real_a = self.real_images(self.images_a, idx_a, s.micro_step, "crop_A")
+        real_b = self.real_images(self.images_b, idx_b, s.micro_step, "crop_B")
         fake_b = s.nets.G_AB(real_a)
         fake_a = s.nets.G_BA(real_b)
         return {"real_A": real_a, "real_B": real_b, "fake_A": fake_a, "fake_B": fake_b,

@@ -1,24 +1,60 @@
-"""Cadence hooks (samples, evaluation, user callbacks) and best-model keeping, for every recipe."""
+"""What a task adds to the engine, in one style (``engine.add(*items)``): cadence hooks
+(samples, evaluation, EMA, user callbacks) and state saved in every checkpoint; and best-model
+keeping, for every recipe."""
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Callable, Dict, Optional
+from pathlib import Path
+from typing import Any, Callable, Dict, Optional
+
+from ..errors import ConfigError
+
+# When a hook runs, relative to an update of the progress optimizer (a run step):
+UPDATE = "update"                      # after every update, before logging (EMA, local SGD)
+STEP = "step"                          # on its cadence, before that step's checkpoint (evaluation)
+AFTER_CHECKPOINT = "after_checkpoint"  # on its cadence, after the checkpoint and not on a signal stop:
+#                                        outputs that may fail (image grids) must never cost a checkpoint
+BEFORE_SAVE = "before_save"            # before every checkpoint (e.g. average local-SGD replicas)
+WHEN = (UPDATE, STEP, AFTER_CHECKPOINT, BEFORE_SAVE)
 
 
 @dataclass
 class Hook:
-    """``fn()`` after an update of the progress optimizer when one of the conditions holds."""
+    """``fn()`` at ``when``; for the cadence kinds, when one of the conditions holds."""
 
     fn: Callable[[], None]
     every: int = 0             # every k-th step (0: never on a count)
     at_end: bool = True        # after the last step
     at_epoch_end: bool = False  # after the update that ends a pass over the training data
-    after_checkpoint: bool = False  # after this step's checkpoint (not on a signal stop): outputs
-    #                                 that may fail (image grids) must never cost a checkpoint
+    when: str = STEP
+
+    def __post_init__(self) -> None:
+        if self.when not in WHEN:
+            raise ConfigError(f"Hook(when={self.when!r}): must be one of {', '.join(WHEN)}")
 
     def due(self, step: int, done: bool, epoch_end: bool) -> bool:
         return (self.every > 0 and step % self.every == 0) or (self.at_end and done) or (self.at_epoch_end and epoch_end)
+
+
+@dataclass
+class State:
+    """Something saved into every checkpoint and restored on resume, besides weights and optimizers.
+
+    ``State(name, obj)``: ``obj.state_dict()`` (a flat dict of tensors) as ``NAME.safetensors``,
+    restored with ``obj.load_state_dict`` (an EMA copy, image pools). ``State(name, write=...,
+    read=...)``: a file of the task's own, ``write(folder)`` / ``read(folder)``.
+    """
+
+    name: str
+    obj: Any = None
+    write: Optional[Callable[[Path], None]] = None
+    read: Optional[Callable[[Path], None]] = None
+
+    def __post_init__(self) -> None:
+        if (self.obj is None) == (self.write is None or self.read is None):
+            raise ConfigError(f"State({self.name!r}): give either an object with state_dict/load_state_dict, "
+                              "or both write and read")
 
 
 class BestKeeper:

@@ -9,24 +9,26 @@ checkpoints) and the checkpoint contents. A recipe declares networks, optimizers
 Use::
 
     engine = Engine(run, recipe, loader, max_steps=1000)   # builds optimizers, prepares everything
-    engine.register_state("ema", ema)                      # extra state saved in every checkpoint
-    engine.every(250, save_samples)                        # cadence hooks
+    engine.add(State("ema", ema), Hook(save_samples, every=250))  # checkpointed state, cadence hooks
     engine.resume()                                        # --resume_from_checkpoint, if given
     finished = engine.train()                              # False when stopped by a signal
+
+Tasks do not call it themselves: :mod:`gan_accel.runner` runs the whole sequence around it.
 """
 from __future__ import annotations
 
 import functools
 import operator
 from pathlib import Path
-from typing import Callable, Dict, List, Optional
+from typing import Dict, List, Optional
 
 import torch
+from torch.autograd.graph import increment_version
 
-from ..errors import ConfigError
+from ..errors import ConfigError, UserError
 from ..loop.guard import NonFiniteError, all_finite, what_is_kept
 from ..loop.run import TrainingRun
-from .cadence import Hook
+from .cadence import AFTER_CHECKPOINT, BEFORE_SAVE, STEP, UPDATE, Hook, State
 from .extra_state import check_recipe, extra_tensors, load_extra_states, save_extra_states, write_recipe
 from .optim import build_scheduler
 from .prepare import prepare_recipe
@@ -56,11 +58,49 @@ def backward_phase(accelerator, phase, step: Step, frozen: Optional[list] = None
     try:
         with accelerator.autocast():
             loss, metrics = phase.loss(step)
-        accelerator.backward(loss)
+        try:
+            accelerator.backward(loss, retain_graph=phase.retain_graph)
+        except RuntimeError as err:
+            raise shared_value_error(phase, err) from None
     finally:
         for q in frozen:
             q.requires_grad_(True)
     return metrics
+
+
+def mark_stepped(optimizer) -> None:
+    """Make autograd see an optimizer step as the in-place change it is: a fused step does not
+    bump the parameters' version counters, so a later phase backpropagating through a value made
+    with the old weights would silently get gradients of weights that no longer exist."""
+    for group in optimizer.param_groups:
+        for p in group["params"]:
+            increment_version(p)
+
+
+# PyTorch's generic errors for the two ways a phase can misuse a value shared between phases.
+_SECOND_BACKWARD = "backward through the graph a second time"
+_STEPPED_SINCE = "modified by an inplace operation"
+
+
+def shared_value_error(phase, err: RuntimeError) -> Exception:
+    """The rule for values shared between phases, as one line naming the phase (other errors are
+    returned unchanged). A value made in ``inputs`` may serve several phases, but:
+
+    - a graph is freed by the first backward through it: a later phase that backpropagates through
+      it again needs the earlier phase to declare ``Phase(..., retain_graph=True)`` (or to use a
+      ``.detach()``-ed copy, when it needs no gradient into those networks);
+    - an optimizer step changes its networks' weights in place: a phase cannot backpropagate
+      through a value computed by networks an earlier phase of the same micro-batch stepped;
+      compute that value inside the phase (a recompute) instead.
+    """
+    message = str(err)
+    if _SECOND_BACKWARD in message:
+        return UserError(f"recipe: phase {phase.name!r} backpropagates through a graph an earlier phase's backward "
+                         "already freed; declare retain_graph=True on the earlier phase, or detach the value there")
+    if _STEPPED_SINCE in message:
+        return UserError(f"recipe: phase {phase.name!r} backpropagates through a value made before an earlier phase "
+                         "stepped the networks it came from; compute that value inside the phase instead of in inputs")
+    return err
 
 
 class Engine:
@@ -76,18 +116,18 @@ class Engine:
             raise ConfigError("the training loader's sampler must be resumable (gan_accel.data.ResumableSampler)")
         modules = {n.name: n.module for n in recipe.networks}
         raw_opts = {o.name: o.make([modules[n] for n in recipe.networks_of(o.name)]) for o in recipe.optimizers}
-        raw_scheds = {o.name: build_scheduler(o.schedule, raw_opts[o.name], acc.num_processes) for o in recipe.optimizers}
+        # Schedules count run steps; each optimizer's is stretched by its phases' cadence (D
+        # updating n times per G update gets an n times longer schedule).
+        raw_scheds = {o.name: build_scheduler(o.schedule.scaled(recipe.updates_per_step(o.name)), raw_opts[o.name],
+                                              acc.num_processes)
+                      for o in recipe.optimizers}
         self.prepared = prepare_recipe(acc, recipe, raw_opts, raw_scheds, [loader, *eval_loaders])
         self.loader, self.eval_loaders = self.prepared.loaders[0], self.prepared.loaders[1:]
         self.nets = Nets(self.prepared.nets)
         self.optimizers, self.schedulers = self.prepared.optimizers, self.prepared.schedulers
         self.check_finite = acc.mixed_precision != "fp16"  # fp16: the GradScaler finds and skips inf/NaN itself
-        self.agree_across_ranks = False  # set when ranks skip the gradient all-reduce (local SGD)
-        self.extra_states: Dict[str, object] = {}
         self.hooks: List[Hook] = []
-        self.update_fns: List[Callable[[], None]] = []
-        self.before_save_fns: List[Callable[[], None]] = []
-        self.checkpoint_io: List[tuple] = []
+        self.states: List[State] = []
         self.logger = None
         self._plan_phases()
 
@@ -96,7 +136,7 @@ class Engine:
         parameters it freezes."""
         r = self.recipe
         self._trained = [self.nets[n] for n in r.trained()]
-        self._steps = {p.name: [(k, self.optimizers[k], self.schedulers[k], self._spec(k).max_grad_norm)
+        self._steps = {p.name: [(k, self.optimizers[k], self.schedulers[k], self._spec(k))
                                 for k in r.optimizers_of(p)] for p in r.phases}
         self._frozen = {p.name: [q for n in p.frozen for q in self.nets[n].parameters() if q.requires_grad]
                         for p in r.phases}
@@ -109,25 +149,26 @@ class Engine:
         """The network without its distributed wrapper (for sampling, exports, EMA copies)."""
         return self.accelerator.unwrap_model(self.nets[name])
 
-    def register_state(self, name: str, obj) -> None:
-        """``obj.state_dict()`` (a flat dict of tensors) goes into every checkpoint as
-        ``NAME.safetensors`` and is restored by ``load_state_dict`` on resume."""
-        self.extra_states[name] = obj
+    def add(self, *items) -> None:
+        """What a task adds: :class:`Hook` (cadence callbacks) and :class:`State` (saved in every
+        checkpoint, restored on resume: add it before ``resume``)."""
+        for item in items:
+            if isinstance(item, Hook):
+                self.hooks.append(item)
+            elif isinstance(item, State):
+                if any(st.name == item.name for st in self.states):
+                    raise ConfigError(f"engine: two states named {item.name!r}")
+                self.states.append(item)
+            else:
+                raise ConfigError(f"engine.add: expected a Hook or a State, got {type(item).__name__}")
 
-    def every(self, steps: int, fn: Callable[[], None], at_end: bool = True, at_epoch_end: bool = False,
-              after_checkpoint: bool = False) -> None:
-        self.hooks.append(Hook(fn, steps, at_end, at_epoch_end, after_checkpoint))
+    def _hooks(self, when: str) -> List[Hook]:
+        return [hook for hook in self.hooks if hook.when == when]
 
-    def on_update(self, fn: Callable[[], None]) -> None:
-        """``fn()`` right after every update of the progress optimizer (before logging: e.g. EMA)."""
-        self.update_fns.append(fn)
-
-    def before_save(self, fn: Callable[[], None]) -> None:
-        self.before_save_fns.append(fn)
-
-    def checkpoint_files(self, write: Callable[[Path], None], read: Callable[[Path], None]) -> None:
-        """Extra files a recipe writes into (and reads from) every checkpoint folder."""
-        self.checkpoint_io.append((write, read))
+    @property
+    def extra_states(self) -> Dict[str, object]:
+        """The tensor states by name (``NAME.safetensors`` in every checkpoint)."""
+        return {st.name: st.obj for st in self.states if st.obj is not None}
 
     # ---- one micro-batch ----------------------------------------------------------------
     def micro_step(self, batch) -> Optional[Dict[str, torch.Tensor]]:
@@ -144,11 +185,13 @@ class Engine:
             if self.recipe.inputs is not None:
                 with acc.autocast():
                     step.update(self.recipe.inputs(step))
-            for phase in active:
+            for i, phase in enumerate(active):
                 metrics.update(backward_phase(acc, phase, step, self._frozen[phase.name]))
-                for name, opt, sched, clip in self._steps[phase.name]:
-                    verdicts[name] = apply_update(acc, opt, sched, self.check_finite, max_grad_norm=clip,
-                                                  agree_across_ranks=self.agree_across_ranks)
+                for name, opt, sched, spec in self._steps[phase.name]:
+                    verdicts[name] = apply_update(acc, opt, sched, self.check_finite, max_grad_norm=spec.max_grad_norm,
+                                                  agree_across_ranks=spec.agree_across_ranks)
+                    if synced and i + 1 < len(active) and self.recipe.inputs is not None:
+                        mark_stepped(opt)
         state.micro_step += 1
         samples = num_samples(batch)
         state.epoch_start += samples * acc.num_processes
@@ -204,15 +247,14 @@ class Engine:
         run, state = self.run, self.state
         state.step = state.updates[self.recipe.progress]
         epoch_end = self.accelerator.gradient_state.end_of_dataloader
-        for fn in self.update_fns:
-            fn()
+        for hook in self._hooks(UPDATE):
+            hook.fn()
         self.logger.advance(state.step)
         done = state.step >= self.max_steps
         if self.logger.should_log(state.step) or done:
             self.log()
-        due = [hook for hook in self.hooks if hook.due(state.step, done, epoch_end)]
-        for hook in due:
-            if not hook.after_checkpoint:
+        for hook in self._hooks(STEP):
+            if hook.due(state.step, done, epoch_end):
                 hook.fn()
         if epoch_end:
             state.epoch, state.epoch_start = state.epoch + 1, 0
@@ -222,8 +264,8 @@ class Engine:
         if stop:
             run.print(f"Stopped by a signal at step {state.step}; resume with --resume_from_checkpoint latest")
             return True
-        for hook in due:
-            if hook.after_checkpoint:
+        for hook in self._hooks(AFTER_CHECKPOINT):
+            if hook.due(state.step, done, epoch_end):
                 hook.fn()
         return done
 
@@ -252,26 +294,26 @@ class Engine:
         return bool(all_finite([*tensors, *extra_tensors(self.extra_states)]))
 
     def save_checkpoint(self) -> Path:
-        for fn in self.before_save_fns:
-            fn()
+        for hook in self._hooks(BEFORE_SAVE):
+            hook.fn()
         if not self.weights_finite():
             raise NonFiniteError(f"weights became non-finite at step {self.state.step}; no checkpoint was written: "
                                  f"the run stopped {what_is_kept(self.run.checkpoints.latest())}. "
                                  "Lower the learning rates.")
         return self.run.save(write_extra=self._write_checkpoint_files)
 
-    save = save_checkpoint  # the name of the first published API
-
     def _write_checkpoint_files(self, folder: Path) -> None:
         save_extra_states(self.extra_states, folder)
         write_recipe(folder, self.signature())
-        for write, _ in self.checkpoint_io:
-            write(folder)
+        for st in self.states:
+            if st.write is not None:
+                st.write(folder)
 
     def _read_checkpoint_files(self, folder: Path) -> None:
         load_extra_states(self.extra_states, folder)
-        for _, read in self.checkpoint_io:
-            read(folder)
+        for st in self.states:
+            if st.read is not None:
+                st.read(folder)
 
     def resume(self) -> bool:
         """Load ``--resume_from_checkpoint`` (after registering extra state); False when none."""

@@ -25,8 +25,10 @@ SCHEDULES = {"constant": "constant_with_warmup", "linear": "linear", "cosine": "
 
 @dataclass
 class LRSchedule:
-    """A learning-rate schedule counted in updates of THIS optimizer (the engine converts them to
-    scheduler ticks: a prepared scheduler ticks once per process per update)."""
+    """A learning-rate schedule counted in run steps (updates of the recipe's ``progress``
+    optimizer). The engine converts it for each optimizer: stretched by how many updates that
+    optimizer makes per run step (from its phases' ``every``), then into scheduler ticks (a
+    prepared scheduler ticks once per process per update)."""
 
     kind: str = "constant"     # constant (with warm-up) | linear | cosine: transformers.get_scheduler's curves; or custom
     warmup_updates: int = 0    # linear warm-up from 0 over this many updates
@@ -40,6 +42,15 @@ class LRSchedule:
         elif self.kind not in SCHEDULES:
             raise ConfigError(f"learning-rate schedule must be one of {', '.join(SCHEDULES)}; got {self.kind!r}")
 
+    def scaled(self, ratio: float) -> "LRSchedule":
+        """The same curve counted in updates of an optimizer that updates ``ratio`` times per run step."""
+        if ratio == 1:
+            return self
+        if self.kind == "custom":
+            factor = self.factor
+            return LRSchedule("custom", factor=lambda updates: factor(updates / ratio))
+        return LRSchedule(self.kind, round(self.warmup_updates * ratio), round(self.total_updates * ratio))
+
 
 @dataclass
 class Optimizer:
@@ -49,6 +60,9 @@ class Optimizer:
     make: Callable[[List[nn.Module]], torch.optim.Optimizer]  # raw modules, in declaration order -> optimizer
     schedule: LRSchedule = field(default_factory=LRSchedule)
     max_grad_norm: float = 0.0  # > 0: clip the global norm of its gradients before each update
+    # Ranks vote on skipping a non-finite update (any rank non-finite -> every rank skips): for
+    # when gradients are not all-reduced (local SGD) and ranks could otherwise disagree.
+    agree_across_ranks: bool = False
 
 
 @dataclass
@@ -69,6 +83,11 @@ class Phase:
     The phase runs in update windows ``w`` with ``w % every == offset`` (a window is one
     optimizer-update's worth of micro-batches), e.g. G after every n-th D update:
     ``every=n, offset=n - 1``.
+
+    Values shared between phases (the recipe's ``inputs``): a phase may backpropagate through
+    them when no earlier phase of the micro-batch freed their graph (``retain_graph=True`` on the
+    earlier phase keeps it) or stepped the networks that made them (then compute the value inside
+    the phase). Breaking either rule stops the run with one line naming the phase.
     """
 
     name: str
@@ -77,6 +96,7 @@ class Phase:
     frozen: Sequence[str] = ()
     every: int = 1
     offset: int = 0
+    retain_graph: bool = False  # keep the graph after this phase's backward, for a later phase
 
     def runs_in(self, window: int) -> bool:
         return window % self.every == self.offset
@@ -133,6 +153,16 @@ class Recipe:
         """The optimizers a phase steps, in declaration order."""
         wanted = {self.network(n).optimizer for n in phase.trains}
         return [o.name for o in self.optimizers if o.name in wanted]
+
+    def updates_per_step(self, optimizer: str) -> float:
+        """Updates of ``optimizer`` per update of ``progress``, from the phases' cadence."""
+        def rate(name: str) -> float:
+            return sum(1 / p.every for p in self.phases if name in self.optimizers_of(p))
+
+        progress = rate(self.progress)
+        if progress == 0:
+            raise ConfigError(f"recipe: no phase steps the progress optimizer {self.progress!r}")
+        return rate(optimizer) / progress
 
     def trained(self) -> List[str]:
         return [n.name for n in self.networks if n.optimizer is not None]

@@ -8,15 +8,18 @@
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Optional, Tuple
+from typing import Any, Callable, Mapping, Optional, Tuple
 
 import torch
 
-from ..engine import LRSchedule, Network, Optimizer, Phase, Recipe, adam
+from ..engine import LRSchedule, Network, Optimizer, Phase, RandomStreams, Recipe, adam
 from . import step as phases
 from .augment import make_augment, parse_policy
 from .config import GANTrainArguments
-from .noise import AUGMENT, GP_ALPHA, NOISE, StepNoise
+
+# The recipe's random streams, in this order: a stream's seed depends on its position (see
+# RandomStreams), and these positions are those of the first GAN runs ("labels" is reserved).
+STREAMS = ("z", "labels", "gp_alpha", "augment")
 
 
 # A batch of the prepared loader -> (float images in [-1, 1] on the device, int64 labels or None).
@@ -24,7 +27,7 @@ RealBatch = Callable[[Any], Tuple[torch.Tensor, Optional[torch.Tensor]]]
 
 
 class GANRecipe:
-    def __init__(self, train: GANTrainArguments, real_batch: RealBatch, noise: StepNoise, z_dim: int,
+    def __init__(self, train: GANTrainArguments, real_batch: RealBatch, noise: RandomStreams, z_dim: int,
                  conditional: bool = False) -> None:
         """``real_batch``: the data's reader of a loader batch (``ImageSource.real_batch``: a
         gather from the device tensor in memory, the workers' uint8 batch when streamed); its
@@ -33,14 +36,13 @@ class GANRecipe:
         self.conditional = conditional
         self.policy = parse_policy(train.diffaugment)
 
-    def recipe(self, G: torch.nn.Module, D: torch.nn.Module) -> Recipe:
+    def recipe(self, networks: Mapping[str, torch.nn.Module]) -> Recipe:
         t, n = self.t, self.t.d_steps_per_g_step
         betas = (t.adam_beta1, t.adam_beta2)
+        schedule = LRSchedule(t.lr_scheduler, t.warmup_steps, t.max_steps)  # in run steps: the engine stretches D's
         return Recipe(
-            networks=[Network("G", G, optimizer="G"), Network("D", D, optimizer="D")],
-            optimizers=[Optimizer("G", adam(t.lr_g, betas), LRSchedule(t.lr_scheduler, t.warmup_steps, t.max_steps)),
-                        # D updates n times per G update: its schedule is n times longer.
-                        Optimizer("D", adam(t.lr_d, betas), LRSchedule(t.lr_scheduler, t.warmup_steps * n, t.max_steps * n))],
+            networks=[Network("G", networks["G"], optimizer="G"), Network("D", networks["D"], optimizer="D")],
+            optimizers=[Optimizer("G", adam(t.lr_g, betas), schedule), Optimizer("D", adam(t.lr_d, betas), schedule)],
             phases=[Phase("D", trains=["D"], loss=self.d_phase),
                     Phase("G", trains=["G"], frozen=["D"], loss=self.g_phase, every=n, offset=n - 1)],
             progress="G",
@@ -50,18 +52,18 @@ class GANRecipe:
     def inputs(self, s) -> dict:
         real, labels = self.real_batch(s.batch)
         labels = labels if self.conditional else None
-        z = self.noise.normal(s.micro_step, NOISE, self.z_dim)
+        z = self.noise.normal("z", s.micro_step, self.z_dim)
         # DiffAugment: re-seeded per call, so real, fake and the penalties' inputs of this step get
         # the same transforms; seeded by the micro-step, so a resumed run draws the same ones.
         micro = s.micro_step
-        augment = make_augment(self.policy, lambda: self.noise.generator_for(micro, AUGMENT))
+        augment = make_augment(self.policy, lambda: self.noise.generator("augment", micro))
         with torch.set_grad_enabled(s.runs("G")):  # one G forward serves both phases
             fake = s.nets.G(z, labels)
         return {"real": real, "labels": labels, "fake": fake, "augment": augment}
 
     def d_phase(self, s):
         t = self.t
-        alpha = self.noise.uniform(s.micro_step, GP_ALPHA, 1, 1, 1) if t.loss == "wgan_gp" else None
+        alpha = self.noise.uniform("gp_alpha", s.micro_step, 1, 1, 1) if t.loss == "wgan_gp" else None
         # Lazy R1 (StyleGAN2): on every k-th D update only, weighted by k to keep its strength.
         lazy_r1 = t.r1_gamma > 0 and s.updates.get("D", 0) % t.r1_interval == 0
         return phases.d_loss(s.nets.D, s["real"], s["fake"], s["labels"], t.loss,

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Optional
+from typing import Optional, Sequence
 
 from accelerate import Accelerator, DistributedDataParallelKwargs
 from accelerate.utils import DataLoaderConfiguration, ProjectConfiguration, broadcast_object_list
@@ -11,7 +11,7 @@ from accelerate.utils import DataLoaderConfiguration, ProjectConfiguration, broa
 from ..config import RunArguments
 from ..errors import UserError
 from .lock import RunLock
-from .rundir import clear_run_outputs
+from .rundir import RUN_OUTPUTS, clear_run_outputs
 
 RUN_MARKER = "config.json"
 
@@ -35,12 +35,14 @@ def build_accelerator(run: RunArguments, project_name: str) -> Accelerator:
     return accelerator
 
 
-def prepare_output_dir(accelerator: Accelerator, run: RunArguments, lock: Optional[RunLock] = None) -> Path:
+def prepare_output_dir(accelerator: Accelerator, run: RunArguments, lock: Optional[RunLock] = None,
+                       outputs: Optional[Sequence[str]] = None) -> Path:
     """Create ``--output_dir``; refuse one that holds another run unless resuming or overwriting.
 
     Every rank checks (the answer is the same on all); only the main process creates the folder,
     takes ``lock`` (before anything in the folder is written, so a second run cannot touch it)
-    and, with ``--overwrite_output_dir``, clears what a previous run wrote (never the user's files).
+    and, with ``--overwrite_output_dir``, clears what a previous run wrote (``outputs``: the
+    top-level names the task declares it writes; never the user's files).
     """
     out = Path(run.output_dir)
     if out.exists() and not out.is_dir():
@@ -55,7 +57,8 @@ def prepare_output_dir(accelerator: Accelerator, run: RunArguments, lock: Option
     error = None
     if accelerator.is_main_process:
         try:
-            _create_and_lock(out, lock, clear=holds_run and run.overwrite_output_dir and not run.resume_from_checkpoint)
+            clear = holds_run and run.overwrite_output_dir and not run.resume_from_checkpoint
+            _create_and_lock(out, lock, clear, outputs or RUN_OUTPUTS)
         except UserError as err:
             error = str(err)
     if accelerator.num_processes > 1:
@@ -66,7 +69,7 @@ def prepare_output_dir(accelerator: Accelerator, run: RunArguments, lock: Option
     return out
 
 
-def _create_and_lock(out: Path, lock: Optional[RunLock], clear: bool) -> None:
+def _create_and_lock(out: Path, lock: Optional[RunLock], clear: bool, outputs: Sequence[str]) -> None:
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as err:
@@ -75,7 +78,7 @@ def _create_and_lock(out: Path, lock: Optional[RunLock], clear: bool) -> None:
         lock.acquire()
     if clear:
         try:
-            removed, kept = clear_run_outputs(out)
+            removed, kept = clear_run_outputs(out, outputs)
         except OSError as err:
             raise UserError(f"--overwrite_output_dir: cannot clear {out} ({err}); check its permissions") from None
         print(f"--overwrite_output_dir: removed the previous run's {', '.join(removed) or 'outputs'} from {out}"

@@ -24,11 +24,11 @@ import logging
 import math
 import time
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Callable, Dict, Optional, Sequence
 
 from tqdm.auto import tqdm
 
-from ..config import RunArguments, resume_changes
+from ..config import RENAMED_FIELDS, RunArguments, resume_changes
 from ..errors import UserError
 from . import hparams
 from .accel import build_accelerator, prepare_output_dir, print_and_save_config
@@ -49,25 +49,20 @@ def _tracker_config(config: dict) -> dict:
     return {k: (v if isinstance(v, (bool, str, int, float)) or v is None else str(v)) for k, v in config.items()}
 
 
-def _guess_project(config: dict) -> Optional[str]:
-    """Which path wrote a checkpoint that predates the ``project`` key: by a field only it has."""
-    if "z_dim" in config:
-        return "gan"
-    if "model_name_or_path" in config:
-        return "classifier"
-    return None
-
-
 class TrainingRun:
     def __init__(self, run: RunArguments, config: dict, project: str, accelerator=None,
+                 policy: Optional[Dict[str, str]] = None, outputs: Optional[Sequence[str]] = None,
                  data_fingerprint: Optional[dict] = None) -> None:
         """``accelerator``: one built earlier with :func:`build_accelerator` (e.g. to read the data
-        under ``main_process_first`` before the run folder is touched). ``data_fingerprint``: what
-        the run trains on (:mod:`gan_accel.data.fingerprint`), kept in every checkpoint and
-        checked on resume."""
+        under ``main_process_first`` before the run folder is touched). ``policy``: each config
+        field's resume policy (:func:`gan_accel.config.resume_policy`); ``outputs``: the
+        top-level names this run writes (what ``--overwrite_output_dir`` removes);
+        ``data_fingerprint``: what the run trains on (:mod:`gan_accel.data.fingerprint`), kept in
+        every checkpoint and checked on resume."""
         self.args = run
         self.config = config
         self.project = project
+        self.policy = policy
         self.accelerator = accelerator or build_accelerator(run, project)
         self.checkpoints = CheckpointManager(self.accelerator, Path(run.output_dir), run.checkpoints_total_limit,
                                              data_fingerprint)
@@ -81,7 +76,7 @@ class TrainingRun:
             self.checkpoints.verify(self.resume_path)  # every rank: each must fail the same way
             self.data_note = self.checkpoints.check_data(self.resume_path, run.allow_data_change)
         self.lock = RunLock(Path(run.output_dir))
-        self.output_dir = prepare_output_dir(self.accelerator, run, self.lock)
+        self.output_dir = prepare_output_dir(self.accelerator, run, self.lock, outputs)
         if self.resume_path is None and run.resume_from_checkpoint == "latest":
             self.print(f"--resume_from_checkpoint latest: no complete checkpoint in {self.checkpoints.root}; starting fresh")
         if run.trackers:  # before config.json marks the folder as a run's: a tracker that fails leaves it reusable
@@ -108,14 +103,25 @@ class TrainingRun:
             saved = saved_all.get("config", {})
         except (OSError, json.JSONDecodeError, AttributeError) as err:
             raise UserError(f"--resume_from_checkpoint {path}: unreadable {STATE_FILE} ({err})") from None
-        other = saved_all.get("project") or _guess_project(saved)
-        if other and other != self.project:
+        other = saved_all.get("project") or self._convert_unrecorded_project(path, saved)
+        if other != self.project:
             raise UserError(f"--resume_from_checkpoint {path}: this is a {other} checkpoint, not a {self.project} one; "
                             f"resume it with the {other} script or pass a {self.project} checkpoint")
-        refused, self.changed_settings = resume_changes(saved, self.config)
+        refused, self.changed_settings = resume_changes(saved, self.config, self.policy)
         if refused:
             raise UserError(f"--resume_from_checkpoint {path}: the checkpoint was trained with different settings "
                             f"({'; '.join(refused)}); use the original values or start a new --output_dir")
+
+    def _convert_unrecorded_project(self, path: Path, saved: dict) -> str:
+        """The task of a checkpoint written before checkpoints recorded it: this run's, when every
+        setting it saved is one of this run's (a checkpoint of another task saved settings this
+        one does not have); the next checkpoint records it."""
+        foreign = sorted({RENAMED_FIELDS.get(k, k) for k in saved} - set(self.config))
+        if foreign:
+            raise UserError(f"--resume_from_checkpoint {path}: not a {self.project} checkpoint (it has settings "
+                            f"{', '.join(foreign[:4])} that {self.project} runs do not); resume it with the script "
+                            "that wrote it")
+        return self.project
 
     def make_logger(self, total_steps: int, unit: str, desc: str) -> MetricsLogger:
         self.logger = MetricsLogger(self.accelerator, self.output_dir, total_steps, self.state.step,

@@ -72,8 +72,11 @@ def read_export_config(path: Path, hint: str, run_exports: Sequence[str] = ()) -
         raise UserError(f"{flag}: does not exist; {hint}")
     if not path.is_dir():
         raise UserError(f"{flag}: not a folder; {hint}")
-    if run_exports and ((path / "checkpoints").is_dir() or any((path / n / "config.json").is_file() for n in run_exports)):
-        raise UserError(f"{flag}: this is a training run folder, not its export; pass {path / run_exports[0]}")
+    present = [n for n in run_exports if (path / n / "config.json").is_file()]
+    if present or (run_exports and (path / "checkpoints").is_dir()):
+        if present:
+            raise UserError(f"{flag}: this is a training run folder, not its export; pass {path / present[0]}")
+        raise UserError(f"{flag}: this is a training run folder without a {' or '.join(run_exports)} export; {hint}")
     cfg_file = path / "config.json"
     if not cfg_file.is_file():
         raise UserError(f"{flag}: not an exported generator folder (no config.json); {hint}")
@@ -104,7 +107,9 @@ def load_export(cls, path: Path) -> nn.Module:
 def load_generator(path) -> nn.Module:
     """The generator exported to ``path`` by :func:`save_generator`, in eval mode, frozen."""
     path = Path(path)
-    config = read_export_config(path, "pass OUTPUT_DIR/generator from a training run", run_exports=("generator",))
+    config = read_export_config(path, "pass OUTPUT_DIR/generator of a finished train_gan.py run (a CycleGAN run's "
+                                "generator_A2B/B2A are translators: use scripts/translate.py)",
+                                run_exports=("generator", "best_generator"))
     flag = f"--generator {path}"
     if not isinstance(config, dict) or any(key not in config for key in GENERATOR_KEYS):
         kind = config.get("model_type") or (config.get("architectures") or [""])[0] if isinstance(config, dict) else ""

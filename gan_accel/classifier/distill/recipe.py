@@ -10,7 +10,7 @@ position in the training set.
 """
 from __future__ import annotations
 
-from typing import List, Optional
+from typing import List, Mapping, Optional
 
 import torch
 
@@ -53,14 +53,22 @@ def distill_loss_fn(args: DistillArguments, cache: TeacherLogits):
     return loss
 
 
-def distill_recipe(student: torch.nn.Module, teacher: torch.nn.Module, args: DistillArguments,
-                   train_args: ClassifierTrainArguments, length: ScheduleLength, cache: TeacherLogits) -> Recipe:
-    def make_optimizer(modules: List[torch.nn.Module]):
-        return build_optimizer(modules[0], train_args)  # the classifier's: no decay on biases/LayerNorm
+class DistillRecipe:
+    def __init__(self, args: DistillArguments, train_args: ClassifierTrainArguments, length: ScheduleLength,
+                 cache: TeacherLogits) -> None:
+        self.args, self.train_args, self.length, self.cache = args, train_args, length, cache
 
-    return Recipe(
-        networks=[Network("student", student, optimizer="student"), Network("teacher", teacher)],
-        optimizers=[Optimizer("student", make_optimizer, length.lr_schedule(), max_grad_norm=train_args.max_grad_norm)],
-        phases=[Phase("distill", trains=["student"], loss=distill_loss_fn(args, cache))],
-        progress="student",
-    )
+    def recipe(self, networks: Mapping[str, torch.nn.Module]) -> Recipe:
+        train_args = self.train_args
+
+        def make_optimizer(modules: List[torch.nn.Module]):
+            return build_optimizer(modules[0], train_args)  # the classifier's: no decay on biases/LayerNorm
+
+        return Recipe(
+            networks=[Network("student", networks["student"], optimizer="student"),
+                      Network("teacher", networks["teacher"])],
+            optimizers=[Optimizer("student", make_optimizer, self.length.lr_schedule(),
+                                  max_grad_norm=train_args.max_grad_norm)],
+            phases=[Phase("distill", trains=["student"], loss=distill_loss_fn(self.args, self.cache))],
+            progress="student",
+        )

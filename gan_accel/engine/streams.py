@@ -1,0 +1,60 @@
+"""Named per-step random streams that do not depend on the number of processes or on resume.
+
+A recipe declares the names of its streams once (``RandomStreams(("z", "augment"), ...)``). The
+draw of stream ``name`` at micro-step ``t`` comes from a generator seeded by ``(seed, t, name)``,
+made for the whole GLOBAL batch, and each rank takes its slice: sample ``i`` of the global batch
+gets the same values whether 1 or N processes train, and a resumed run draws exactly what the
+uninterrupted one would have (there is no RNG state to save; per-rank draws would make a DDP run
+differ from one process, and ``skip_first_batches`` does not restore a consumed RNG stream).
+
+Seeds are ``(seed * 1_000_003 + t) * width + index``, with ``index`` the stream's position in the
+declaration (or the one a mapping ``{name: position}`` gives it) and ``width`` above every
+position: two streams of a recipe, or one stream at two steps, never share a seed, however many
+streams a recipe declares.
+"""
+from __future__ import annotations
+
+from typing import Mapping, Sequence, Union
+
+import torch
+
+from ..errors import ConfigError
+
+MIN_WIDTH = 8  # the seeds of the first GAN recipes' five streams, kept so their numbers did not change
+
+
+class RandomStreams:
+    def __init__(self, names: Union[Sequence[str], Mapping[str, int]], seed: int, accelerator, batch_size: int) -> None:
+        """``names``: the streams, in order; or ``{name: position}`` to keep the seeds of streams
+        that once had other neighbours."""
+        index = dict(names) if isinstance(names, Mapping) else {name: i for i, name in enumerate(names)}
+        if len(index) != len(names) or len(set(index.values())) != len(index) or min(index.values(), default=0) < 0:
+            raise ConfigError(f"random streams: duplicate names or positions in {names}")
+        self.index = index
+        self.width = max(MIN_WIDTH, max(index.values(), default=0) + 1)
+        self.seed, self.device = seed, accelerator.device
+        self.world, self.rank, self.batch = accelerator.num_processes, accelerator.process_index, batch_size
+        self._generator = torch.Generator(device=self.device)
+
+    def _seeded(self, name: str, counter: int) -> torch.Generator:
+        if name not in self.index:
+            raise ConfigError(f"random streams: no stream {name!r} (declared: {', '.join(self.index)})")
+        return self._generator.manual_seed((self.seed * 1_000_003 + counter) * self.width + self.index[name])
+
+    def _slice(self, x: torch.Tensor) -> torch.Tensor:
+        return x[self.rank * self.batch : (self.rank + 1) * self.batch]
+
+    def normal(self, name: str, micro_step: int, *shape: int) -> torch.Tensor:
+        """``[batch, *shape]`` standard normal values: this rank's rows of the global batch's draw."""
+        g = self._seeded(name, micro_step)
+        return self._slice(torch.randn(self.world * self.batch, *shape, generator=g, device=self.device))
+
+    def uniform(self, name: str, micro_step: int, *shape: int) -> torch.Tensor:
+        """``[batch, *shape]`` values uniform in [0, 1): this rank's rows of the global batch's draw."""
+        g = self._seeded(name, micro_step)
+        return self._slice(torch.rand(self.world * self.batch, *shape, generator=g, device=self.device))
+
+    def generator(self, name: str, micro_step: int) -> torch.Generator:
+        """A seeded generator for draws that are per-rank by nature (e.g. augmentation of this
+        rank's shard); re-seeded identically on resume."""
+        return self._seeded(name, micro_step * self.world + self.rank)
