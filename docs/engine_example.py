@@ -9,23 +9,18 @@ tests/test_engine_doc.py runs this file, so it cannot drift from the API.
 """
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 from torch.utils.data import DataLoader
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # runnable from a checkout without install
-
-from gan_accel.config import CHANGEABLE, SAME  # noqa: E402
-from gan_accel.data import ResumableSampler  # noqa: E402
-from gan_accel.engine import (UPDATE, Hook, LRSchedule, Network, Optimizer, Phase, RandomStreams, Recipe,  # noqa: E402
-                              State, adam)
-from gan_accel.gan.ema import EMA  # noqa: E402
-from gan_accel.runner import Output, Plan, Task  # noqa: E402
+from gan_accel.config import CHANGEABLE, SAME
+from gan_accel.data import ResumableSampler
+from gan_accel.engine import UPDATE, Hook, LRSchedule, Network, Optimizer, Phase, RandomStreams, Recipe, State, adam
+from gan_accel.gan.ema import EMA
+from gan_accel.runner import Output, Plan, Task
 
 N, DIM, CODE = 256, 8, 4
 

@@ -7,46 +7,9 @@ CACHE_DIR/protocol/<id>.json, named by eval/protocol_id in a training run's metr
 Comparable results print their metrics side by side with their intervals; otherwise every field of
 the protocol that differs is listed. Exit code 0: comparable, 1: not comparable, 2: bad input.
 """
-from __future__ import annotations
-
-import argparse
-import sys
-from pathlib import Path
-from typing import Optional, Sequence
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # runnable from a checkout without install
-
-from gan_accel.errors import UserError, cli_entry  # noqa: E402
-from gan_accel.metrics.protocol import compare_protocols, format_metrics, load_result, protocol_id  # noqa: E402
-
-
-def _one_line_error(message: str):
-    raise UserError(f"{message}; run with --help")
-
-
-@cli_entry
-def main(argv: Optional[Sequence[str]] = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("first", metavar="A.json", help="An eval_results.json (or a protocol file).")
-    parser.add_argument("second", metavar="B.json", help="Another one.")
-    parser.add_argument("--debug", action="store_true", help="Show full tracebacks instead of one-line errors.")
-    parser.error = _one_line_error  # argparse would print its usage block before the message
-    args = parser.parse_args(argv)
-    a, b = load_result(args.first), load_result(args.second)
-    comparable, reasons, notes = compare_protocols(a["protocol"], b["protocol"])
-    if comparable:
-        print(f"comparable: same protocol {protocol_id(a['protocol'])}")
-        for name, result in ((args.first, a), (args.second, b)):
-            print(f"{name}:")
-            print(format_metrics({**result, "protocol": None}, markdown=False))
-    else:
-        print(f"NOT comparable: {len(reasons)} protocol field(s) differ")
-        for reason in reasons:
-            print(f"  {reason}")
-    for note in notes:
-        print(f"  note (does not prevent comparison; compare within the intervals): {note}")
-    return 0 if comparable else 1
-
+# Kept for existing commands and job scripts: the command is gan_accel.cli.compare_metrics, on the PATH
+# as `gan-accel compare-metrics` once the package is installed.
+from gan_accel.cli.compare_metrics import __doc__, main  # noqa: F401 (the docstring is the --help text)
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -2,18 +2,9 @@
 python / accelerate launch / torchrun scripts/distill_classifier.py [--config FILE]
 --train_file train.csv --validation_file dev.csv --teacher_model_name_or_path runs/teacher/model
 --student_from_teacher [--student_layers N] --output_dir runs/student [flags]."""
-from __future__ import annotations
-
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # runnable from a checkout without install
-
-from gan_accel.classifier.distill.train import DistillTrainer  # noqa: E402
-
-# Flags, --config, --dry_run, one-line errors and the run itself: gan_accel.runner.Task.
-main = DistillTrainer.script(__doc__)
-
+# Kept for existing commands and job scripts: the command is gan_accel.cli.distill_classifier, on the PATH
+# as `gan-accel distill-classifier` once the package is installed.
+from gan_accel.cli.distill_classifier import __doc__, main  # noqa: F401 (the docstring is the --help text)
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -75,7 +75,6 @@ if [ "$(timeout 60 "$PY" -c 'import torch; print(torch.cuda.device_count())')" -
 import sys
 import torch
 from torch.utils.data import DataLoader
-sys.path.insert(0, "tests")  # run from the repository root
 from test_engine import DIM, N, build_recipe
 from gan_accel.config import RunArguments
 from gan_accel.data import ResumableSampler
@@ -90,7 +89,7 @@ assert engine.prepared.plan == PER_NETWORK, engine.prepared.plan
 engine.train()
 run.finish()
 PY
-    timeout 300 "$PY" -m accelerate.commands.launch --num_processes 2 --use_fsdp --fsdp_version 2 "$OUT/fsdp2_check.py" \
+    PYTHONPATH="tests${PYTHONPATH:+:$PYTHONPATH}" timeout 300 "$PY" -m accelerate.commands.launch --num_processes 2 --use_fsdp --fsdp_version 2 "$OUT/fsdp2_check.py" \
         "$OUT/fsdp2" >"$OUT/fsdp2.log" 2>&1 && echo "fsdp2: ok (4 networks, 3 optimizers, 6 G updates)" \
         || echo "fsdp2: FAILED, see $OUT/fsdp2.log"
 else

@@ -2,25 +2,9 @@
 
     python scripts/make_tiny_model.py --train_file data/train.csv --output_dir tiny-distilbert
 """
-from __future__ import annotations
-
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from gan_accel.config import parse_config  # noqa: E402
-from gan_accel.errors import cli_entry  # noqa: E402
-
-
-@cli_entry
-def main(argv=None) -> int:
-    from gan_accel.classifier.tiny import TinyModelArguments, make_tiny_model
-
-    (args,) = parse_config((TinyModelArguments,), argv, description=__doc__)
-    make_tiny_model(args)
-    return 0
-
+# Kept for existing commands and job scripts: the command is gan_accel.cli.make_tiny_model, on the PATH
+# as `gan-accel make-tiny-model` once the package is installed.
+from gan_accel.cli.make_tiny_model import __doc__, main  # noqa: F401 (the docstring is the --help text)
 
 if __name__ == "__main__":
     raise SystemExit(main())

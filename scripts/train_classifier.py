@@ -1,17 +1,8 @@
 """Fine-tune a sequence classifier: python / accelerate launch / torchrun scripts/train_classifier.py
 [--config FILE] --train_file train.csv --validation_file dev.csv --output_dir runs/x [flags]."""
-from __future__ import annotations
-
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # runnable from a checkout without install
-
-from gan_accel.classifier.train import ClassifierTrainer  # noqa: E402
-
-# Flags, --config, --dry_run, one-line errors and the run itself: gan_accel.runner.Task.
-main = ClassifierTrainer.script(__doc__)
-
+# Kept for existing commands and job scripts: the command is gan_accel.cli.train_classifier, on the PATH
+# as `gan-accel train-classifier` once the package is installed.
+from gan_accel.cli.train_classifier import __doc__, main  # noqa: F401 (the docstring is the --help text)
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -1,17 +1,8 @@
 """Train a CycleGAN (unpaired image-to-image translation):
 python / accelerate launch / torchrun scripts/train_cyclegan.py [--config FILE] [flags]."""
-from __future__ import annotations
-
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # runnable from a checkout without install
-
-from gan_accel.cyclegan.trainer import CycleGANTrainer  # noqa: E402
-
-# Flags, --config, --dry_run, one-line errors and the run itself: gan_accel.runner.Task.
-main = CycleGANTrainer.script(__doc__)
-
+# Kept for existing commands and job scripts: the command is gan_accel.cli.train_cyclegan, on the PATH
+# as `gan-accel train-cyclegan` once the package is installed.
+from gan_accel.cli.train_cyclegan import __doc__, main  # noqa: F401 (the docstring is the --help text)
 
 if __name__ == "__main__":
     raise SystemExit(main())

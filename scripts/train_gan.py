@@ -1,16 +1,7 @@
 """Train a GAN: python / accelerate launch / torchrun scripts/train_gan.py [--config FILE] [flags]."""
-from __future__ import annotations
-
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # runnable from a checkout without install
-
-from gan_accel.gan.trainer import GANTrainer  # noqa: E402
-
-# Flags, --config, --dry_run, one-line errors and the run itself: gan_accel.runner.Task.
-main = GANTrainer.script(__doc__)
-
+# Kept for existing commands and job scripts: the command is gan_accel.cli.train_gan, on the PATH
+# as `gan-accel train-gan` once the package is installed.
+from gan_accel.cli.train_gan import __doc__, main  # noqa: F401 (the docstring is the --help text)
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # tests/classifier_fixtures.py (no conftest)
 from classifier_fixtures import load_script, make_rows, make_tiny, reset_accelerate, write_rows  # noqa: E402
 from helpers import one_line_error  # noqa: E402
 

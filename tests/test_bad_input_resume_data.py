@@ -12,7 +12,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # tests/*_fixtures.py (no conftest)
 from cyclegan_fixtures import TINY_CYCLEGAN, make_domains  # noqa: E402
 from helpers import TINY_GAN, load_script, write_png  # noqa: E402
 from run_fixtures import snapshot, user_error  # noqa: E402

@@ -6,7 +6,6 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # tests/classifier_fixtures.py (no conftest)
 from classifier_fixtures import make_tiny, write_rows  # noqa: E402
 from gan_accel.classifier import CLASSIFIER_CONFIG_TYPES  # noqa: E402
 from gan_accel.classifier.config import ClassifierDataArguments  # noqa: E402

@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # tests/classifier_fixtures.py (no conftest)
 from classifier_fixtures import REPO, make_corpus, make_tiny, read_jsonl, single_thread, train_argv  # noqa: E402
 
 one_thread = pytest.fixture(scope="module", autouse=True)(single_thread)

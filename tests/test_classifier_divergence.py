@@ -9,7 +9,6 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # tests/classifier_fixtures.py (no conftest)
 from classifier_fixtures import (  # noqa: E402
     load_script, make_corpus, make_tiny, read_jsonl, reset_accelerate, single_thread, train_argv, train_in_process,
 )

@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # tests/classifier_fixtures.py (no conftest)
 from classifier_fixtures import (  # noqa: E402
     LABELS, OFFLINE_ENV, REPO, load_script, make_corpus, make_rows, make_tiny, read_jsonl, reset_accelerate,
     single_thread, train_argv, write_rows,

@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # tests/classifier_fixtures.py (no conftest)
 from classifier_fixtures import make_corpus, make_tiny, reset_accelerate, single_thread  # noqa: E402
 
 one_thread = pytest.fixture(scope="module", autouse=True)(single_thread)

@@ -13,7 +13,6 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # tests/classifier_fixtures.py (no conftest)
 from classifier_fixtures import make_corpus, make_tiny, single_thread, train_argv, train_in_process  # noqa: E402
 
 one_thread = pytest.fixture(scope="module", autouse=True)(single_thread)

@@ -3,7 +3,6 @@ optimizer groups, clear errors for missing packages and uncached models."""
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # tests/classifier_fixtures.py (no conftest)
 import importlib.util
 import math
 

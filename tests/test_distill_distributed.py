@@ -12,7 +12,6 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # tests/*_fixtures.py (no conftest)
 from classifier_fixtures import REPO, single_thread  # noqa: E402
 from distill_fixtures import distill_argv, distill_in_process, make_teacher  # noqa: E402
 

@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # tests/*_fixtures.py (no conftest)
 from classifier_fixtures import single_thread  # noqa: E402
 from distill_fixtures import distill_argv, distill_in_process, make_teacher  # noqa: E402
 from test_engine import checkpoint_tensors  # noqa: E402

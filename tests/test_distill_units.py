@@ -7,7 +7,6 @@ from pathlib import Path
 import pytest
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # tests/classifier_fixtures.py (no conftest)
 import classifier_fixtures  # noqa: E402,F401  (sets the offline environment)
 
 from gan_accel.classifier.distill.config import DistillArguments, DistillModelArguments  # noqa: E402

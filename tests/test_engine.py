@@ -15,14 +15,13 @@ import torch.nn.functional as F
 from safetensors.torch import load_file
 from torch.utils.data import DataLoader
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from gan_accel.config import RunArguments  # noqa: E402
-from gan_accel.data import ResumableSampler  # noqa: E402
-from gan_accel.engine import (AFTER_CHECKPOINT, UPDATE, Hook, LRSchedule, Network, Optimizer, Phase,  # noqa: E402
+from gan_accel.config import RunArguments
+from gan_accel.data import ResumableSampler
+from gan_accel.engine import (AFTER_CHECKPOINT, UPDATE, Hook, LRSchedule, Network, Optimizer, Phase,
                                Recipe, State, adam)
-from gan_accel.engine.engine import Engine  # noqa: E402
-from gan_accel.gan.ema import EMA  # noqa: E402
-from gan_accel.loop import TrainingRun  # noqa: E402
+from gan_accel.engine.engine import Engine
+from gan_accel.gan.ema import EMA
+from gan_accel.loop import TrainingRun
 
 N, DIM, CODE = 96, 8, 4
 
@@ -133,7 +132,10 @@ def test_hooks_after_checkpoint_run_once_that_steps_checkpoint_exists(tmp_path):
 
 def test_two_processes_equal_one_process(tmp_path):
     train(tmp_path / "single", 4, batch_size=16)
-    env = {**os.environ, "ACCELERATE_USE_CPU": "1", "OMP_NUM_THREADS": "1"}
+    # The checkout first on the path: run as a script, this file imports the package of its own tree.
+    root = str(Path(__file__).resolve().parents[1])
+    path = os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))
+    env = {**os.environ, "ACCELERATE_USE_CPU": "1", "OMP_NUM_THREADS": "1", "PYTHONPATH": path}
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", __file__,
            str(tmp_path / "ddp"), "4", "8"]
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)

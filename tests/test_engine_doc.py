@@ -4,7 +4,7 @@ import runpy
 import torch
 from safetensors.torch import load_file
 
-from gan_accel.bench.common import reset_accelerate
+from benchmarks.common import reset_accelerate
 from helpers import ROOT
 
 EXAMPLE = ROOT / "docs" / "engine_example.py"

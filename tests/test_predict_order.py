@@ -6,7 +6,6 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # tests/classifier_fixtures.py (no conftest)
 from classifier_fixtures import load_script, make_corpus, make_tiny, single_thread  # noqa: E402
 
 one_thread = pytest.fixture(scope="module", autouse=True)(single_thread)

@@ -24,7 +24,7 @@ import textwrap
 
 import pytest
 
-from helpers import ROOT, load_script
+from helpers import ROOT
 
 DOCUMENTS = ["README.md"] + sorted(str(p.relative_to(ROOT)) for p in (ROOT / "docs").glob("*.md"))
 TEXT = {name: (ROOT / name).read_text() for name in DOCUMENTS}
@@ -126,7 +126,7 @@ LAUNCHER_FLAGS = {"--nproc_per_node", "--nnodes", "--node_rank", "--master_addr"
                   "--multi_gpu", "--num_processes", "--num_machines", "--machine_rank", "--main_process_ip",
                   "--main_process_port", "--mixed_precision", "--cpu", "--config_file", "--help", "--durations"}
 SCRIPTS = ("train_gan", "sample_gan", "evaluate_gan", "train_classifier", "predict", "make_tiny_model",
-           "distill_classifier", "train_cyclegan", "translate", "plot_run", "export_onnx")
+           "distill_classifier", "train_cyclegan", "translate", "plot_run", "export_onnx", "compare_metrics")
 BENCHMARKS = ("bench", "bench_data", "bench_knobs", "bench_distill")
 
 
@@ -135,7 +135,9 @@ def script_flags():
     import importlib
 
     flags = set()
-    modules = [(ROOT / "scripts" / f"{name}.py", lambda name=name: load_script(name)) for name in SCRIPTS]
+    # A script is a thin wrapper of its gan_accel.cli module: the flags are in the module.
+    modules = [(ROOT / "gan_accel" / "cli" / f"{name}.py", lambda name=name: importlib.import_module(f"gan_accel.cli.{name}"))
+               for name in SCRIPTS]
     modules += [(ROOT / "benchmarks" / f"{name}.py", lambda name=name: importlib.import_module(f"benchmarks.{name}"))
                 for name in BENCHMARKS]
     for path, load in modules:

@@ -8,8 +8,8 @@ import signal
 import pytest
 import torch
 
+from benchmarks.common import reset_accelerate
 from cyclegan_fixtures import TINY_CYCLEGAN
-from gan_accel.bench.common import reset_accelerate
 from gan_accel.config import CHANGEABLE, SAME, RunArguments, resume_changes, resume_policy
 from gan_accel.errors import UserError
 from helpers import TINY_GAN, load_script

@@ -105,7 +105,7 @@ main = VAEGAN.script("Train a VAE-GAN on random vectors.")
 
 
 def run(out: Path, *flags: str) -> int:
-    from gan_accel.bench.common import reset_accelerate
+    from benchmarks.common import reset_accelerate
 
     reset_accelerate()
     return main(["--output_dir", str(out), "--log_every", "1", "--checkpointing_steps", "4", *flags])

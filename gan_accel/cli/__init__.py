@@ -1,0 +1,60 @@
+"""The ``gan-accel`` command: one entry point on the PATH with a sub-command per job.
+
+    gan-accel train-gan --dataset folder --data_dir my_images --channels 3 --output_dir runs/mine
+    gan-accel sample-gan --generator runs/mine/generator --num_images 64 --output_dir runs/mine/png
+
+One name to remember, and ``gan-accel --help`` lists every job (as ``accelerate`` and ``hf`` do)
+instead of a dozen ``gan-accel-*`` names. Each sub-command is the module ``gan_accel.cli.NAME``
+with ``main(argv)``: ``accelerate launch -m gan_accel.cli.train_gan ...`` and
+``torchrun -m gan_accel.cli.train_gan ...`` start it on several processes, and the
+``scripts/NAME.py`` files of a checkout are thin wrappers around the same modules.
+"""
+from __future__ import annotations
+
+import importlib
+import sys
+from typing import Optional, Sequence
+
+# sub-command -> (module, one line for --help)
+COMMANDS = {
+    "train-gan": ("train_gan", "train a GAN on a folder of images or a bundled dataset"),
+    "sample-gan": ("sample_gan", "draw images (truncation, interpolation, class grids) from an exported generator"),
+    "evaluate-gan": ("evaluate_gan", "FID/KID, precision/recall, density/coverage, memorisation of a generator"),
+    "compare-metrics": ("compare_metrics", "say whether two metric results were measured the same way"),
+    "export-onnx": ("export_onnx", "export a generator or a CycleGAN translator to ONNX"),
+    "train-cyclegan": ("train_cyclegan", "train a CycleGAN on two unpaired image folders"),
+    "translate": ("translate", "translate a folder of images with a CycleGAN generator"),
+    "train-classifier": ("train_classifier", "fine-tune a sequence classifier"),
+    "distill-classifier": ("distill_classifier", "distil a fine-tuned classifier into a smaller student"),
+    "predict": ("predict", "classify texts with a trained classifier"),
+    "plot-run": ("plot_run", "draw a run's metrics.jsonl as plots"),
+    "make-tiny-model": ("make_tiny_model", "train a tokenizer and save a tiny DistilBERT for offline runs"),
+}
+
+
+def usage() -> str:
+    width = max(map(len, COMMANDS))
+    lines = [f"  {name:<{width}}  {text}" for name, (_, text) in COMMANDS.items()]
+    return ("usage: gan-accel COMMAND [flags]   (gan-accel COMMAND --help for its flags)\n\ncommands:\n"
+            + "\n".join(lines))
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not args or args[0] in ("-h", "--help"):
+        print(usage())
+        return 0
+    command = args[0].replace("_", "-")
+    if command not in COMMANDS:
+        import difflib
+
+        close = difflib.get_close_matches(command, COMMANDS, n=1)
+        hint = f" (did you mean {close[0]}?)" if close else ""
+        print(f"error: unknown command {args[0]}{hint}; gan-accel --help lists them", file=sys.stderr)
+        return 2
+    module = importlib.import_module(f"gan_accel.cli.{COMMANDS[command][0]}")
+    return module.main(args[1:])
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,89 @@
+"""Export a generator (or a CycleGAN translator) to ONNX, for inference with onnxruntime:
+gan-accel export-onnx --generator RUN/generator          (writes RUN/generator/model.onnx)
+gan-accel export-onnx --translator RUN/generator_A2B --output a2b.onnx
+gan-accel export-onnx --generator RUN/best_generator --push_to_hub --hub_model_id USER/NAME
+Needs the `onnx` extra: pip install 'gan_accel[onnx]'."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional, Sequence
+
+from gan_accel.config import parse_config
+from gan_accel.errors import ConfigError, UserError, cli_entry
+
+
+@dataclass
+class ExportOnnxArguments:
+    generator: Optional[str] = field(default=None, metadata={"help": "Exported generator folder (OUTPUT_DIR/generator or best_generator)."})
+    translator: Optional[str] = field(default=None, metadata={"help": "Exported CycleGAN translator folder (OUTPUT_DIR/generator_A2B or generator_B2A)."})
+    output: Optional[str] = field(default=None, metadata={"help": "ONNX file to write (default: model.onnx inside the export folder)."})
+    check: bool = field(default=True, metadata={"help": "Run the graph once with onnxruntime and print its largest difference from PyTorch."})
+    push_to_hub: bool = field(default=False, metadata={"help": "Then upload the export folder (weights, model card, model.onnx) to --hub_model_id."})
+    hub_model_id: Optional[str] = field(default=None, metadata={"help": "Hub repo for --push_to_hub, as USER/NAME."})
+    hub_token: Optional[str] = field(default=None, metadata={"help": "Hub token (default: HF_TOKEN or `hf auth login`)."})
+    hub_private: bool = field(default=False, metadata={"help": "Create the --hub_model_id repo as private."})
+    debug: bool = field(default=False, metadata={"help": "Show full tracebacks."})
+
+    def __post_init__(self) -> None:
+        if (self.generator is None) == (self.translator is None):
+            raise ConfigError("pass exactly one of --generator DIR and --translator DIR")
+        if self.output is not None and Path(self.output).is_dir():
+            raise ConfigError(f"--output {self.output}: is a folder; pass a file name such as model.onnx")
+        if self.push_to_hub and not self.hub_model_id:
+            raise ConfigError("--push_to_hub needs --hub_model_id USER/NAME (the Hub repo to create or update)")
+        if self.push_to_hub and self.output is not None:
+            raise ConfigError("--push_to_hub uploads the export folder with model.onnx in it; drop --output")
+
+
+@cli_entry
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    (args,) = parse_config((ExportOnnxArguments,), argv, description=__doc__)
+    from gan_accel.models.onnx_export import ONNX_FILE, require_onnx
+
+    require_onnx()
+    import torch
+
+    from gan_accel.models.onnx_export import export_generator_onnx, export_translator_onnx, run_onnx
+
+    if args.generator is not None:
+        from gan_accel.models import load_generator
+
+        source = Path(args.generator)
+        G = load_generator(source)
+        out = Path(args.output) if args.output else source / ONNX_FILE
+        inputs = export_generator_onnx(G, out)
+        z = torch.randn(3, G.z_dim, generator=torch.Generator().manual_seed(0))
+        labels = torch.arange(3) % G.num_classes if G.num_classes else None
+        feeds = {"z": z.numpy(), "truncation_psi": torch.ones(1).numpy(),
+                 **({"class_label": labels.numpy()} if labels is not None else {})}
+        with torch.no_grad():
+            expected = G(z, labels)
+    else:
+        from gan_accel.cyclegan.export import load_translator
+
+        source = Path(args.translator)
+        try:
+            G, config = load_translator(source)
+        except UserError as err:
+            raise UserError(str(err).replace("--generator", "--translator", 1)) from None
+        out = Path(args.output) if args.output else source / ONNX_FILE
+        size = int(config["image_size"])
+        inputs = export_translator_onnx(G, out, size)
+        x = torch.rand(3, G.channels, size, size, generator=torch.Generator().manual_seed(0)) * 2 - 1
+        feeds = {"images": x.numpy()}
+        with torch.no_grad():
+            expected = G(x)
+    print(f"Wrote {out} (inputs: {', '.join(f'{k} {v}' for k, v in inputs.items())})")
+    if args.check:
+        diff = float(abs(torch.from_numpy(run_onnx(out, feeds)) - expected).max())
+        print(f"onnxruntime vs PyTorch on 3 inputs: max abs difference {diff:.2e}")
+    if args.push_to_hub:
+        from gan_accel.models.hub import publish
+
+        publish(source, args)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
