@@ -208,7 +208,8 @@ def _typed_file_values(types: Tuple[Type, ...], values: dict, path: str) -> dict
     hints = {name: hint for t in types for name, hint in _field_types(t).items()}
     out = dict(values)
     for key, value in values.items():
-        hint, bad = hints.get(key), None
+        hint = hints.get(key)
+        bad = None
         if value is None or hint not in (int, float, bool, str):
             continue
         if hint is bool and not isinstance(value, bool):
@@ -297,7 +298,8 @@ def resume_changes(saved: dict, current: dict, policy: Optional[Dict[str, str]] 
     field was renamed is read under the new name."""
     policy = resume_policy(RunArguments) if policy is None else policy
     saved = {RENAMED_FIELDS.get(k, k): v for k, v in saved.items()}
-    refused, changed = [], []
+    refused = []
+    changed = []
     for key in sorted(set(saved) | set(current)):
         rule = policy.get(key, REFUSED)
         if rule == SAME or saved.get(key) == current.get(key):

@@ -112,8 +112,10 @@ def slerp(a: torch.Tensor, b: torch.Tensor, t: float) -> torch.Tensor:
     from ``a`` to ``b`` and the norm linearly between theirs. A straight line (lerp) passes through
     latents of abnormally small norm (|z| of N(0, I) concentrates near sqrt(z_dim); the midpoint
     of two independent draws has about 1/sqrt(2) of it), which the generator never saw."""
-    norm_a, norm_b = a.norm(), b.norm()
-    unit_a, unit_b = a / norm_a, b / norm_b
+    norm_a = a.norm()
+    norm_b = b.norm()
+    unit_a = a / norm_a
+    unit_b = b / norm_b
     cos = (unit_a * unit_b).sum().clamp(-1.0, 1.0)
     omega = torch.arccos(cos)
     if float(omega) < 1e-6:  # (anti)parallel within float precision: sin(omega) would divide by ~0

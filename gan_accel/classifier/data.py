@@ -79,7 +79,8 @@ class EncodedDataset(Dataset):
     """Tokenised examples as lists of ids (unpadded); :class:`DataCollatorWithPadding` pads per batch."""
 
     def __init__(self, encodings: Dict[str, List[List[int]]], labels: List[int]) -> None:
-        self.encodings, self.labels = encodings, labels
+        self.encodings = encodings
+        self.labels = labels
 
     def __len__(self) -> int:
         return len(self.labels)

@@ -27,7 +27,9 @@ def gather_predictions(accelerator, model, eval_dl):
     """
     was_training = model.training
     model.eval()
-    preds, labels, losses = [], [], []
+    preds = []
+    labels = []
+    losses = []
     for batch in eval_dl:
         inputs = {k: v for k, v in batch.items() if k != "labels"}
         logits = model(**inputs).logits.float()                                   # [B, num_labels]

@@ -132,7 +132,8 @@ def load_model(args: ClassifierModelArguments, label_names: List[str]):
 
 def build_optimizer(model: torch.nn.Module, args: ClassifierTrainArguments) -> torch.optim.Optimizer:
     """Two parameter groups: weight decay on weight matrices only, never on biases or LayerNorm."""
-    decay, no_decay = [], []
+    decay = []
+    no_decay = []
     for name, p in model.named_parameters():
         if p.requires_grad:
             (no_decay if name.endswith(NO_DECAY) or p.ndim < 2 else decay).append(p)

@@ -24,7 +24,9 @@ class ClassifierRecipe:
     def __init__(self, args: ClassifierTrainArguments, length: ScheduleLength, local_sgd: bool = False) -> None:
         """``local_sgd``: the replicas are averaged every few updates instead of all-reducing the
         gradients, so the ranks vote on skipping a non-finite update."""
-        self.args, self.length, self.local_sgd = args, length, local_sgd
+        self.args = args
+        self.length = length
+        self.local_sgd = local_sgd
 
     def recipe(self, networks: Mapping[str, torch.nn.Module]) -> Recipe:
         args = self.args

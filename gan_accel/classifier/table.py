@@ -61,7 +61,8 @@ def read_table(path: str, flag: str = "file") -> Table:
 
 
 def _parse_jsonl(text: str, source: str) -> Table:
-    rows, lines = [], []
+    rows = []
+    lines = []
     # split("\n"), not splitlines(): JSON strings may hold U+2028 and friends, which splitlines()
     # also breaks at (read_text already turned \r\n into \n).
     for number, line in enumerate(text.split("\n"), start=1):
@@ -88,7 +89,9 @@ def _parse_csv(text: str, delimiter: str, source: str, kind: str) -> Table:
     belong in JSON Lines, where they are escaped.
     """
     reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
-    rows, lines, header = [], [], None
+    rows = []
+    lines = []
+    header = None
     try:
         while True:
             start = reader.line_num + 1

@@ -26,7 +26,8 @@ MODEL_CHECK = "save_pretrained folder, swapped into place when complete; finite 
 
 
 class ClassifierTrainer(Task):
-    project, desc = "classifier", "fine-tune"
+    project = "classifier"
+    desc = "fine-tune"
     configs = {"data_args": ClassifierDataArguments, "model_args": ClassifierModelArguments,
                "args": ClassifierTrainArguments}
     outputs = (Output("model", label="model", checked=MODEL_CHECK), Output("eval_results.json", label="results"))
@@ -49,13 +50,15 @@ class ClassifierTrainer(Task):
         return table_fingerprint(self.data_args, self.raw)
 
     def loaders(self):
-        args, acc = self.args, self.accelerator
+        args = self.args
+        acc = self.accelerator
         return build_dataloaders(self.data, self.tokenizer, args.batch_size, args.eval_batch_size or 2 * args.batch_size,
                                  self.run_args.seed, group_by_length=self.data_args.group_by_length,
                                  pad_to_multiple_of=self.data_args.padding_multiple(acc.device.type))
 
     def build(self) -> Plan:
-        acc, run = self.accelerator, self.run
+        acc = self.accelerator
+        run = self.run
         model = load_model(self.model_args, self.data.label_names)  # its new head drawn from the seed
         run.print(f"labels: {self.data.label_names}  train: {len(self.data.train)}  validation: {len(self.data.validation)}")
         run.print(f"model.config: {model.config}")
@@ -91,9 +94,11 @@ class ClassifierTrainer(Task):
 
     def evaluate(self) -> None:
         self.sync_replicas()
-        state, model = self.run.state, self.engine.nets.model
+        state = self.run.state
+        model = self.engine.nets.model
         metrics = evaluate(self.accelerator, model, self.engine.eval_loaders[0], len(self.data.label_names))
-        self.last_eval, self.last_eval_step = metrics, state.step
+        self.last_eval = metrics
+        self.last_eval_step = state.step
         kept = self.keeper.update(metrics)
         self.run.logger.write(state.step, metrics)
         note = "  (best so far: saved)" if kept else ("" if math.isfinite(metrics["eval/loss"]) else "  (non-finite: not kept)")

@@ -28,7 +28,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--debug", action="store_true", help="Show full tracebacks instead of one-line errors.")
     parser.error = _one_line_error  # argparse would print its usage block before the message
     args = parser.parse_args(argv)
-    a, b = load_result(args.first), load_result(args.second)
+    a = load_result(args.first)
+    b = load_result(args.second)
     comparable, reasons, notes = compare_protocols(a["protocol"], b["protocol"])
     if comparable:
         print(f"comparable: same protocol {protocol_id(a['protocol'])}")

@@ -85,7 +85,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     # a conflicting flag must fail before the minutes of domain-classifier training.
     G = load_generator(args.generator)
     for flag in ("image_size", "channels"):
-        given, own = getattr(args, flag), getattr(G, flag)
+        given = getattr(args, flag)
+        own = getattr(G, flag)
         if given is not None and given != own:
             raise UserError(f"--{flag} {given}: the generator in {args.generator} makes {flag} {own}; "
                             f"drop --{flag} (it is read from the generator's config.json)")

@@ -33,7 +33,8 @@ class Domains:
     @property
     def labelled(self) -> bool:
         """Both domains carry the same classes: translations can be checked for their class."""
-        a, b = self.train_a, self.train_b
+        a = self.train_a
+        b = self.train_b
         return a.labels is not None and b.labels is not None and a.class_names == b.class_names
 
     def eval_sets(self):
@@ -63,7 +64,8 @@ def load_domains(dataset: str, data_dir: Optional[str], load_size: int, channels
     def load(name: str) -> ImageData:
         return load_image_data("folder", str(root / name), load_size, channels, size_flag=size_flag)
 
-    train_a, train_b = load("trainA"), load("trainB")
+    train_a = load("trainA")
+    train_b = load("trainB")
     tests = [load(name) if (root / name).is_dir() else None for name in ("testA", "testB")]
     return Domains(train_a, train_b, *tests)
 
@@ -75,7 +77,9 @@ def random_crop_flip(images: torch.Tensor, size: int, u: torch.Tensor, flip: boo
     images: ``[B, C, L, L]``; u: uniforms in [0, 1) of shape ``[B, 3]`` (top, left, flip), drawn
     by the caller per sample of the global batch so any number of processes crops alike.
     """
-    B, C, L = images.shape[0], images.shape[1], images.shape[-1]
+    B = images.shape[0]
+    C = images.shape[1]
+    L = images.shape[-1]
     span = L - size + 1
     top = (u[:, 0] * span).long().clamp_(max=span - 1)
     left = (u[:, 1] * span).long().clamp_(max=span - 1)

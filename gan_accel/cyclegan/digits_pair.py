@@ -35,7 +35,8 @@ def digits_pair(image_size: int, channels: int) -> Tuple[ImageData, ImageData]:
     """``(A, B)``: about 898 and 899 images of the same classes, drawn from disjoint halves."""
     digits = load_image_data("digits", image_size=image_size, channels=channels)
     perm = torch.randperm(len(digits), generator=torch.Generator().manual_seed(SPLIT_SEED))
-    half_a, half_b = perm[: len(perm) // 2].sort().values, perm[len(perm) // 2 :].sort().values
+    half_a = perm[: len(perm) // 2].sort().values
+    half_b = perm[len(perm) // 2 :].sort().values
     # The dilation is scaled with the image so the strokes thicken alike at 32, 64 or 128 px (16 px: one step too).
     dilation = max(1, image_size // 32)
     names = digits.class_names

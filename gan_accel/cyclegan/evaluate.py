@@ -60,13 +60,16 @@ class TranslationEvaluator:
     def __init__(self, source: ImageData, target: ImageData, num_images: int = 1000, cache_dir: Optional[str] = None,
                  device=None, seed: int = 0, batch_size: int = 250, kid_subsets: int = 10,
                  min_classifier_accuracy: float = 0.9) -> None:
-        self.source, self.target, self.batch_size = source, target, batch_size
+        self.source = source
+        self.target = target
+        self.batch_size = batch_size
         self.device = torch.device(device or "cpu")
         train_idx, heldout_idx = split_indices(len(target))
         domain = load_or_train_domain_model(target, train_idx, heldout_idx, resolve_cache_dir(cache_dir),
                                             CLASSIFIER, self.device)
         domain.require_accuracy(min_classifier_accuracy, target.name)
-        self.classifier, self.classifier_accuracy = domain.classifier.eval(), domain.accuracy
+        self.classifier = domain.classifier.eval()
+        self.classifier_accuracy = domain.accuracy
         features = DomainFeatures(domain.classifier, domain.key).to(self.device).eval()
         self.distance = FeatureDistance(features, kid_subsets, seed, self.device)
         self.distance.set_reference(self._batches(target, train_idx))

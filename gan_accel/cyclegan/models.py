@@ -62,7 +62,9 @@ class ResnetGenerator(nn.Module, PyTorchModelHubMixin):
 
     def __init__(self, channels: int = 3, g_channels: int = 64, n_blocks: int = 9) -> None:
         super().__init__()
-        self.channels, self.g_channels, self.n_blocks = channels, g_channels, n_blocks
+        self.channels = channels
+        self.g_channels = g_channels
+        self.n_blocks = n_blocks
         k = g_channels
         layers = [nn.ReflectionPad2d(3), nn.Conv2d(channels, k, 7, bias=False), instance_norm(k), nn.ReLU(True)]  # c7s1-k
         for mult in (1, 2):  # d2k, d4k: stride-2 3x3 convolutions

@@ -34,11 +34,17 @@ class CycleGANRecipe:
                  schedule: LRSchedule) -> None:
         """``images_a``/``images_b``: uint8 ``[N, C, L, L]`` on the device (a batch indexes them);
         ``pools``: the image histories of D_A and D_B, identical on every process."""
-        self.t, self.d, self.images_a, self.images_b = train, data, images_a, images_b
-        self.noise, self.pools, self.accelerator, self.schedule = noise, pools, accelerator, schedule
+        self.train_args = train
+        self.data_args = data
+        self.images_a = images_a
+        self.images_b = images_b
+        self.noise = noise
+        self.pools = pools
+        self.accelerator = accelerator
+        self.schedule = schedule
 
     def recipe(self, networks: Mapping[str, torch.nn.Module]) -> Recipe:
-        adam_ = adam(self.t.lr, (self.t.adam_beta1, self.t.adam_beta2))
+        adam_ = adam(self.train_args.lr, (self.train_args.adam_beta1, self.train_args.adam_beta2))
         schedule = self.schedule
         return Recipe(
             networks=[Network("G_AB", networks["G_AB"], optimizer="G"), Network("G_BA", networks["G_BA"], optimizer="G"),
@@ -55,10 +61,10 @@ class CycleGANRecipe:
         """The batch's images, randomly cropped and flipped; the draws are per sample of the GLOBAL
         batch and seeded by the micro-step, so 1 or N processes and a resumed run crop alike."""
         x = to_float_images(images[idx])
-        if x.shape[-1] == self.d.image_size and not self.d.flip:
+        if x.shape[-1] == self.data_args.image_size and not self.data_args.flip:
             return x
         u = self.noise.uniform(stream, micro_step, 3)
-        return random_crop_flip(x, self.d.image_size, u, self.d.flip)
+        return random_crop_flip(x, self.data_args.image_size, u, self.data_args.flip)
 
     def inputs(self, s) -> dict:
         idx_a, idx_b = s.batch
@@ -70,7 +76,7 @@ class CycleGANRecipe:
                 "rec_A": s.nets.G_BA(fake_b), "rec_B": s.nets.G_AB(fake_a)}
 
     def generator_phase(self, s):
-        t = self.t
+        t = self.train_args
         adv_ab = generator_adversarial_loss(t.loss, s.nets.D_B(s["fake_B"]).float())
         adv_ba = generator_adversarial_loss(t.loss, s.nets.D_A(s["fake_A"]).float())
         cycle_a = cycle_loss(s["real_A"], s["rec_A"].float(), t.lambda_cycle)
@@ -98,8 +104,9 @@ class CycleGANRecipe:
         return answer[acc.process_index * n : (acc.process_index + 1) * n]
 
     def discriminator_phase(self, s):
-        loss = self.t.loss
-        fake_a, fake_b = self.pooled("pool_A", s["fake_A"]), self.pooled("pool_B", s["fake_B"])
+        loss = self.train_args.loss
+        fake_a = self.pooled("pool_A", s["fake_A"])
+        fake_b = self.pooled("pool_B", s["fake_B"])
         d_a = discriminator_loss(loss, s.nets.D_A(s["real_A"]).float(), s.nets.D_A(fake_a).float())
         d_b = discriminator_loss(loss, s.nets.D_B(s["real_B"]).float(), s.nets.D_B(fake_b).float())
         # D_A and D_B share no parameter: one backward of the sum gives each its own gradient.

@@ -22,7 +22,8 @@ class UnpairedSampler(ResumableSampler):
 
     def __init__(self, num_a: int, num_b: int, seed: int = 0) -> None:
         super().__init__(max(num_a, num_b), seed=seed)
-        self.num_a, self.num_b = num_a, num_b
+        self.num_a = num_a
+        self.num_b = num_b
         # Different seeds per domain: the two streams must not be the same permutation.
         self.domains = (ResumableSampler(num_a, seed=2 * seed), ResumableSampler(num_b, seed=2 * seed + 1))
 
@@ -30,7 +31,8 @@ class UnpairedSampler(ResumableSampler):
         """Indices ``first .. first + count - 1`` of a domain's endless stream of permutations."""
         sampler = self.domains[domain]
         n = sampler.num_samples
-        out, pos = [], first
+        out = []
+        pos = first
         while pos < first + count:
             perm = sampler.permutation(pos // n)
             take = min(n - pos % n, first + count - pos)
@@ -41,7 +43,8 @@ class UnpairedSampler(ResumableSampler):
     def __iter__(self) -> Iterator[Tuple[int, int]]:
         first = self.epoch * self.num_samples + self.start
         count = self.num_samples - self.start
-        a, b = self.stream(0, first, count), self.stream(1, first, count)
+        a = self.stream(0, first, count)
+        b = self.stream(1, first, count)
         self.start = 0  # the skip applies once, as in ResumableSampler
         return iter(zip(a.tolist(), b.tolist()))
 

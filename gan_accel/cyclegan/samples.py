@@ -26,7 +26,8 @@ def translation_rows(G_AB: nn.Module, G_BA: nn.Module, real_a: torch.Tensor, rea
     """``[rows * 6, C, H, W]`` in the order of :data:`COLUMNS` (rows: the shorter input's length)."""
     fake_b = G_AB(real_a)
     fake_a = G_BA(real_b)
-    rec_a, rec_b = G_BA(fake_b), G_AB(fake_a)
+    rec_a = G_BA(fake_b)
+    rec_b = G_AB(fake_a)
     n = min(len(real_a), len(real_b))
     columns = [real_a, fake_b, rec_a, real_b, fake_a, rec_b]
     return torch.stack([c[:n].float().cpu() for c in columns], dim=1).flatten(0, 1)

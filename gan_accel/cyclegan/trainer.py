@@ -30,7 +30,9 @@ TRANSLATOR_CHECK = "models.export: config (arch, direction), finite weights"
 
 
 class CycleGANTrainer(Task):
-    project, unit, desc = "cyclegan", "pair", "cyclegan"
+    project = "cyclegan"
+    unit = "pair"
+    desc = "cyclegan"
     configs = {"data_args": CycleGANDataArguments, "model_args": CycleGANModelArguments,
                "train_args": CycleGANTrainArguments, "eval_args": CycleGANEvalArguments}
     outputs = (Output("samples"), *(Output(f"generator_{d}", checked=TRANSLATOR_CHECK) for d in DIRECTIONS),
@@ -45,7 +47,8 @@ class CycleGANTrainer(Task):
         self.domains = load_domains(d.dataset, d.data_dir, d.decode_size, d.channels, size_flag=d.decode_size_flag)
 
     def check(self) -> None:
-        pairs, P = max(len(self.domains.train_a), len(self.domains.train_b)), self.accelerator.num_processes
+        pairs = max(len(self.domains.train_a), len(self.domains.train_b))
+        P = self.accelerator.num_processes
         batch = self.train_args.batch_size
         if pairs // batch < P:
             raise ConfigError(f"--batch_size {batch} x {P} processes is larger than the data "
@@ -55,8 +58,13 @@ class CycleGANTrainer(Task):
         return domains_fingerprint(self.data_args, self.domains)
 
     def build(self) -> Plan:
-        d, m, t, acc, seed = self.data_args, self.model_args, self.train_args, self.accelerator, self.run_args.seed
-        a, b = self.domains.train_a, self.domains.train_b
+        d = self.data_args
+        m = self.model_args
+        t = self.train_args
+        acc = self.accelerator
+        seed = self.run_args.seed
+        a = self.domains.train_a
+        b = self.domains.train_b
         self.run.print(f"Data: A {a.name} {len(a)} images, B {b.name} {len(b)} images {tuple(a.images.shape[1:])}"
                        + (f", {a.num_classes} classes" if self.domains.labelled else ""))
         C = d.channels
@@ -77,7 +85,8 @@ class CycleGANTrainer(Task):
                       for i, name in enumerate(("pool_A", "pool_B"))}
         recipe = CycleGANRecipe(t, d, a.images.to(acc.device), b.images.to(acc.device),
                                 RandomStreams(STREAMS, seed, acc, t.batch_size), self.pools, acc, schedule)
-        n, size = t.num_sample_images, d.image_size
+        n = t.num_sample_images
+        size = d.image_size
         self.sample_a = fixed_inputs(a.images, n, size, seed + 12345).to(acc.device)
         self.sample_b = fixed_inputs(b.images, n, size, seed + 54321).to(acc.device)
         self.run.print(f"{per_epoch} updates an epoch; training for {total} updates")

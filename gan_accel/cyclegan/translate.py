@@ -45,9 +45,11 @@ def translate_folder(G: torch.nn.Module, input_dir: Path, output_dir: Path, imag
     files = list_images(input_dir)
     check_outputs_free(files, input_dir, output_dir, overwrite)
     G = G.to(device).eval()
-    written, skipped = 0, 0
+    written = 0
+    skipped = 0
     for start in range(0, len(files), batch_size):
-        batch, names = [], []
+        batch = []
+        names = []
         for path in files[start : start + batch_size]:
             try:
                 batch.append(decode_image_file(path, image_size, channels)[0])

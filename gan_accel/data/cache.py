@@ -116,12 +116,14 @@ class ImageCache:
     def _file(self) -> int:
         # One descriptor per process: DataLoader workers are forked and must not share one's state.
         if self._fd is None or self._pid != os.getpid():
-            self._fd, self._pid = os.open(self.path / "images.u8", os.O_RDONLY), os.getpid()
+            self._fd = os.open(self.path / "images.u8", os.O_RDONLY)
+            self._pid = os.getpid()
         return self._fd
 
     def read_rows(self, rows: Sequence[int]) -> torch.Tensor:
         """uint8 ``[len(rows), C, S, S]``, in the order given."""
-        fd, n = self._file(), self.row_bytes
+        fd = self._file()
+        n = self.row_bytes
         out = np.empty((len(rows), n), dtype=np.uint8)
         for j, row in enumerate(rows):
             if os.preadv(fd, [out[j]], int(row) * n) != n:
@@ -148,7 +150,8 @@ def open_cache(entry: Path, key: str) -> "tuple[Optional[ImageCache], str]":
         return None, "stale (other format or key)"
     if meta.get("meta_xxh3") != meta_digest(meta):
         return None, "meta.json does not match its recorded hash (edited or corrupt)"
-    shape, n = tuple(meta["shape"]), meta["num_images"]
+    shape = tuple(meta["shape"])
+    n = meta["num_images"]
     images = entry / "images.u8"
     size = images.stat().st_size if images.is_file() else -1
     if size != n * int(np.prod(shape)):
@@ -176,7 +179,9 @@ def build_cache(entry: Path, key: str, items, labels: Optional[Sequence[int]], c
     tmp = entry.parent / f".tmp-{entry.name}-{uuid.uuid4().hex[:8]}"
     tmp.mkdir()
     try:
-        kept, skipped, upscaled = [], 0, 0
+        kept = []
+        skipped = 0
+        upscaled = 0
         with open(tmp / "images.u8", "wb") as out:
             for i, (image, small, err) in decode_all(items, num_workers):
                 if image is None:

@@ -28,7 +28,8 @@ class FolderImages(Dataset):
     def __init__(self, files: Sequence[Path], image_size: int, channels: int) -> None:
         # Plain strings: a list of Path objects costs several times the memory per file.
         self.files = [str(f) for f in files]
-        self.image_size, self.channels = image_size, channels
+        self.image_size = image_size
+        self.channels = channels
 
     def __len__(self) -> int:
         return len(self.files)
@@ -48,8 +49,10 @@ class HFImages(Dataset):
     """Rows of a Hugging Face ``datasets`` table; ``column`` holds an ``Image`` feature."""
 
     def __init__(self, table, column: str, image_size: int, channels: int) -> None:
-        self.table, self.column = table, column
-        self.image_size, self.channels = image_size, channels
+        self.table = table
+        self.column = column
+        self.image_size = image_size
+        self.channels = channels
 
     def __len__(self) -> int:
         return len(self.table)

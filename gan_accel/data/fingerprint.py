@@ -70,7 +70,8 @@ def _class_changes(saved: List[str], current: List[str]) -> List[str]:
 
 def _folder_changes(saved: dict, current: dict) -> List[str]:
     changes = _class_changes(saved.get("classes", []), current.get("classes", []))
-    old, new = saved.get("files", {}), current.get("files", {})
+    old = saved.get("files", {})
+    new = current.get("files", {})
     added = sorted(set(new) - set(old))
     removed = sorted(set(old) - set(new))
     modified = sorted(name for name in set(old) & set(new) if list(old[name]) != list(new[name]))
@@ -117,7 +118,8 @@ def check_run_outside_data(output_dir: str, data_args) -> None:
     data_dir = getattr(data_args, "data_dir", None)
     if not data_dir or getattr(data_args, "dataset", None) not in FOLDER_DATASETS:
         return
-    data, out = Path(data_dir).resolve(), Path(output_dir).resolve()
+    data = Path(data_dir).resolve()
+    out = Path(output_dir).resolve()
     if out == data or data in out.parents:
         raise UserError(f"--output_dir {output_dir} is inside --data_dir {data_dir}: the run's sample grids and "
                         "plots would become training images on the next run; choose an --output_dir outside it")

@@ -52,8 +52,10 @@ def load_hf_table(dataset: str, data_dir: Optional[str], dataset_name: Optional[
     if not columns:
         raise UserError(f"{flag}: no image column (features: {', '.join(table.features)})")
     label_feature = table.features.get("label")
-    labels, class_names = None, []
+    labels = None
+    class_names = []
     if isinstance(label_feature, datasets.ClassLabel):
-        labels, class_names = list(table["label"]), list(label_feature.names)
+        labels = list(table["label"])
+        class_names = list(label_feature.names)
     return HFTable(table, columns[0], labels, class_names, name=f"hf:{dataset_name or 'imagefolder:' + str(data_dir)}",
                    fingerprint=table._fingerprint)

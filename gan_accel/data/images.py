@@ -61,9 +61,11 @@ def _resize_batch(x: torch.Tensor, image_size: int) -> torch.Tensor:
     if (h, w) == (image_size, image_size):
         return x
     scale = image_size / min(h, w)
-    nh, nw = max(image_size, round(h * scale)), max(image_size, round(w * scale))
+    nh = max(image_size, round(h * scale))
+    nw = max(image_size, round(w * scale))
     x = F.interpolate(x, size=(nh, nw), mode="bilinear", align_corners=False, antialias=scale < 1)
-    top, left = (nh - image_size) // 2, (nw - image_size) // 2
+    top = (nh - image_size) // 2
+    left = (nw - image_size) // 2
     return x[..., top : top + image_size, left : left + image_size]
 
 
@@ -224,7 +226,10 @@ def decode_image_file(path, image_size: int, channels: int) -> Tuple[torch.Tenso
 def _load_folder(data_dir: Optional[str], image_size: int, channels: int,
                  size_flag: Optional[str] = None) -> ImageData:
     root, files, labels, class_names = folder_files(data_dir)
-    arrays, kept, skipped, small = [], [], 0, 0
+    arrays = []
+    kept = []
+    skipped = 0
+    small = 0
     for i, path in enumerate(files):
         try:
             image, upscaled = decode_image_file(path, image_size, channels)

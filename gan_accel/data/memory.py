@@ -38,7 +38,8 @@ def choose_in_memory(setting: str, needed_bytes: int, max_mb: Optional[float], d
     if setting == "no":
         return False, f"{size}; --data_in_memory no"
     if max_mb is not None:
-        budget, source = int(max_mb * MB), "--max_data_memory_mb"
+        budget = int(max_mb * MB)
+        source = "--max_data_memory_mb"
     else:
         budget, source = default_budget_bytes(device, local_processes or local_process_count())
     verdict = "fits" if needed_bytes <= budget else "exceeds"

@@ -43,7 +43,9 @@ class ResumableSampler(Sampler[int]):
         ``set_epoch`` is called with before it."""
         if not 0 <= start <= self.num_samples:
             raise ValueError(f"start {start} is outside 0..{self.num_samples}")
-        self.epoch, self.start, self._pinned = epoch, start, True
+        self.epoch = epoch
+        self.start = start
+        self._pinned = True
 
     def permutation(self, epoch: int) -> torch.Tensor:
         if not self.shuffle:
@@ -54,7 +56,8 @@ class ResumableSampler(Sampler[int]):
     def __iter__(self) -> Iterator[int]:
         order = self.permutation(self.epoch)[self.start :].tolist()
         # The skip applies once: the next pass over this epoch (or the next epoch) starts at 0.
-        self.start, self._pinned = 0, False
+        self.start = 0
+        self._pinned = False
         return iter(order)
 
     def __len__(self) -> int:

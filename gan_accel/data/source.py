@@ -131,7 +131,8 @@ def open_image_source(args, device: torch.device, local_processes: Optional[int]
 
 def _open_image_source(args, device: torch.device, local_processes: Optional[int], print_fn: Callable,
                        show_progress: bool) -> ImageSource:
-    S, C = args.image_size, args.channels
+    S = args.image_size
+    C = args.channels
     if args.dataset not in ("folder", "imagefolder") and not args.dataset_name:
         # Bundled and torchvision sets come decoded whole anyway (and are small).
         data = load_image_data(args.dataset, args.data_dir, S, C, args.download)
@@ -146,7 +147,10 @@ def _open_image_source(args, device: torch.device, local_processes: Optional[int
         from .hf import load_hf_table
 
         table = load_hf_table(args.dataset, args.data_dir, args.dataset_name, args.dataset_split)
-        items, name, labels, class_names = HFImages(table.table, table.image_column, S, C), table.name, table.labels, table.class_names
+        items = HFImages(table.table, table.image_column, S, C)
+        name = table.name
+        labels = table.labels
+        class_names = table.class_names
         key = lambda: settings_key({**settings, "fingerprint": table.fingerprint})  # noqa: E731
     in_memory, why = choose_in_memory(args.data_in_memory, len(items) * C * S * S, args.max_data_memory_mb, device, local_processes)
     workers = args.data_decode_workers if args.data_decode_workers is not None else available_cpus()

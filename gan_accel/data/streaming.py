@@ -62,7 +62,8 @@ class TensorRows(_Batched):
     """Batches gathered from a CPU tensor (a small dataset streamed with ``--data_in_memory no``)."""
 
     def __init__(self, images: torch.Tensor, labels: Optional[torch.Tensor]) -> None:
-        self.images, self.labels = images, labels
+        self.images = images
+        self.labels = labels
 
     def __len__(self) -> int:
         return self.images.shape[0]
@@ -77,7 +78,8 @@ class DecodedRows(_Batched):
 
     def __init__(self, items, labels: Optional[torch.Tensor]) -> None:
         assert isinstance(items, (FolderImages, HFImages))
-        self.items, self.labels = items, labels
+        self.items = items
+        self.labels = labels
 
     def __len__(self) -> int:
         return len(self.items)

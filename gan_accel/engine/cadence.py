@@ -64,7 +64,10 @@ class BestKeeper:
 
     def __init__(self, state, key: str, greater_is_better: bool, export: Callable[[Dict[str, float]], None],
                  accept: Optional[Callable[[Dict[str, float]], bool]] = None) -> None:
-        self.state, self.key, self.greater_is_better, self.export = state, key, greater_is_better, export
+        self.state = state
+        self.key = key
+        self.greater_is_better = greater_is_better
+        self.export = export
         self.accept = accept
 
     def improved(self, value: float) -> bool:

@@ -109,8 +109,12 @@ class Engine:
         """``loader``: the raw training DataLoader; its sampler must be resumable
         (``set_position(epoch, start)``, e.g. :class:`gan_accel.data.ResumableSampler`)."""
         acc = self.accelerator = run.accelerator
-        self.run, self.recipe, self.state = run, recipe, run.state
-        self.max_steps, self.unit, self.desc = max_steps, unit, desc
+        self.run = run
+        self.recipe = recipe
+        self.state = run.state
+        self.max_steps = max_steps
+        self.unit = unit
+        self.desc = desc
         self.sampler = loader.sampler
         if not hasattr(self.sampler, "set_position"):
             raise ConfigError("the training loader's sampler must be resumable (gan_accel.data.ResumableSampler)")
@@ -122,9 +126,11 @@ class Engine:
                                               acc.num_processes)
                       for o in recipe.optimizers}
         self.prepared = prepare_recipe(acc, recipe, raw_opts, raw_scheds, [loader, *eval_loaders])
-        self.loader, self.eval_loaders = self.prepared.loaders[0], self.prepared.loaders[1:]
+        self.loader = self.prepared.loaders[0]
+        self.eval_loaders = self.prepared.loaders[1:]
         self.nets = Nets(self.prepared.nets)
-        self.optimizers, self.schedulers = self.prepared.optimizers, self.prepared.schedulers
+        self.optimizers = self.prepared.optimizers
+        self.schedulers = self.prepared.schedulers
         self.check_finite = acc.mixed_precision != "fp16"  # fp16: the GradScaler finds and skips inf/NaN itself
         self.hooks: List[Hook] = []
         self.states: List[State] = []
@@ -174,7 +180,8 @@ class Engine:
     def micro_step(self, batch) -> Optional[Dict[str, torch.Tensor]]:
         """Phases of this micro-batch; returns the verdicts of the optimizers updated (None on an
         accumulation micro-step)."""
-        acc, state = self.accelerator, self.state
+        acc = self.accelerator
+        state = self.state
         window = state.windows
         active = [p for p in self.recipe.phases if p.runs_in(window)]
         step = Step(self.nets, batch, state.micro_step, window, state.updates, acc, frozenset(p.name for p in active))
@@ -214,7 +221,8 @@ class Engine:
 
     def train(self) -> bool:
         """Train to ``max_steps``; True when finished, False when stopped by a signal."""
-        run, state = self.run, self.state
+        run = self.run
+        state = self.state
         self.logger = run.make_logger(self.max_steps, unit=self.unit, desc=self.desc)
         if state.step >= self.max_steps:
             run.print(f"Already at step {state.step} >= --max_steps {self.max_steps}: nothing to train")
@@ -228,7 +236,8 @@ class Engine:
     def train_loop(self) -> None:
         """Continue from the current state until ``max_steps`` or a signal (callable again after
         raising ``max_steps``: it continues exactly as a resumed run would)."""
-        run, state = self.run, self.state
+        run = self.run
+        state = self.state
         with run.stop:
             for batch in self.batches() if state.step < self.max_steps else ():
                 verdicts = self.micro_step(batch)
@@ -244,7 +253,8 @@ class Engine:
 
     def after_update(self) -> bool:
         """The cadence after each update of the progress optimizer; True means stop."""
-        run, state = self.run, self.state
+        run = self.run
+        state = self.state
         state.step = state.updates[self.recipe.progress]
         epoch_end = self.accelerator.gradient_state.end_of_dataloader
         for hook in self._hooks(UPDATE):

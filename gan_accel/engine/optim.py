@@ -37,7 +37,8 @@ def build_scheduler(schedule: LRSchedule, optimizer, num_processes: int):
     from transformers import get_scheduler
 
     if schedule.kind == "custom":
-        factor, P = schedule.factor, num_processes
+        factor = schedule.factor
+        P = num_processes
         return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda tick: factor(tick // P))
     return get_scheduler(SCHEDULES[schedule.kind], optimizer, num_warmup_steps=schedule.warmup_updates * num_processes,
                          num_training_steps=schedule.total_updates * num_processes)

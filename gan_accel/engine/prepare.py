@@ -22,7 +22,8 @@ from accelerate.utils import DistributedType
 from ..errors import ConfigError
 from .recipe import Recipe
 
-SINGLE_CALL, PER_NETWORK = "single_call", "per_network"
+SINGLE_CALL = "single_call"
+PER_NETWORK = "per_network"
 
 
 def plan_for(accelerator) -> str:
@@ -57,7 +58,8 @@ def prepare_recipe(accelerator, recipe: Recipe, optimizers: dict, schedulers: di
         objs = accelerator.prepare(*(recipe.network(n).module for n in trained), *(optimizers[k] for k in names),
                                    *(schedulers[k] for k in names), *loaders)
         objs = list(objs) if isinstance(objs, (list, tuple)) else [objs]
-        k, o = len(trained), len(names)
+        k = len(trained)
+        o = len(names)
         out.nets.update(zip(trained, objs[:k]))
         out.optimizers.update(zip(names, objs[k:k + o]))
         out.schedulers.update(zip(names, objs[k + o:k + 2 * o]))

@@ -32,8 +32,11 @@ class RandomStreams:
             raise ConfigError(f"random streams: duplicate names or positions in {names}")
         self.index = index
         self.width = max(MIN_WIDTH, max(index.values(), default=0) + 1)
-        self.seed, self.device = seed, accelerator.device
-        self.world, self.rank, self.batch = accelerator.num_processes, accelerator.process_index, batch_size
+        self.seed = seed
+        self.device = accelerator.device
+        self.world = accelerator.num_processes
+        self.rank = accelerator.process_index
+        self.batch = batch_size
         self._generator = torch.Generator(device=self.device)
 
     def _seeded(self, name: str, counter: int) -> torch.Generator:

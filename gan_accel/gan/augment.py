@@ -57,7 +57,8 @@ def color(x: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
 def translation(x: torch.Tensor, generator: torch.Generator, ratio: float = TRANSLATION_RATIO) -> torch.Tensor:
     """Shift each image by whole pixels in [-s, s] (s = ratio * side), filling with zeros (mid-grey)."""
     B, _, H, W = x.shape
-    sh, sw = int(H * ratio + 0.5), int(W * ratio + 0.5)
+    sh = int(H * ratio + 0.5)
+    sw = int(W * ratio + 0.5)
     shift_y = _randint(x, generator, -sh, sh + 1)
     shift_x = _randint(x, generator, -sw, sw + 1)
     # Gather from a zero-padded copy: output (i, j) reads input (i - dy, j - dx). Indexing is
@@ -73,7 +74,8 @@ def translation(x: torch.Tensor, generator: torch.Generator, ratio: float = TRAN
 def cutout(x: torch.Tensor, generator: torch.Generator, ratio: float = CUTOUT_RATIO) -> torch.Tensor:
     """Zero a square of ``ratio * side`` at a random centre of each image (it may overhang the edge)."""
     B, _, H, W = x.shape
-    ch, cw = int(H * ratio + 0.5), int(W * ratio + 0.5)
+    ch = int(H * ratio + 0.5)
+    cw = int(W * ratio + 0.5)
     top = _randint(x, generator, 0, H + (1 - ch % 2)) - ch // 2    # [B]
     left = _randint(x, generator, 0, W + (1 - cw % 2)) - cw // 2
     ys = torch.arange(H, device=x.device)[None, :]

@@ -19,7 +19,9 @@ class EMA:
 
     def __init__(self, model: nn.Module, decay: float, start_step: int = 0, warmup: bool = True) -> None:
         self.module = copy.deepcopy(model).eval().requires_grad_(False)
-        self.decay, self.start_step, self.warmup = decay, start_step, warmup
+        self.decay = decay
+        self.start_step = start_step
+        self.warmup = warmup
 
     def current_decay(self, step: int) -> float:
         if step < self.start_step or self.decay == 0:

@@ -32,12 +32,16 @@ class GANRecipe:
         """``real_batch``: the data's reader of a loader batch (``ImageSource.real_batch``: a
         gather from the device tensor in memory, the workers' uint8 batch when streamed); its
         labels are used only when ``conditional``."""
-        self.t, self.real_batch, self.noise, self.z_dim = train, real_batch, noise, z_dim
+        self.train_args = train
+        self.real_batch = real_batch
+        self.noise = noise
+        self.z_dim = z_dim
         self.conditional = conditional
         self.policy = parse_policy(train.diffaugment)
 
     def recipe(self, networks: Mapping[str, torch.nn.Module]) -> Recipe:
-        t, n = self.t, self.t.d_steps_per_g_step
+        t = self.train_args
+        n = self.train_args.d_steps_per_g_step
         betas = (t.adam_beta1, t.adam_beta2)
         schedule = LRSchedule(t.lr_scheduler, t.warmup_steps, t.max_steps)  # in run steps: the engine stretches D's
         return Recipe(
@@ -62,7 +66,7 @@ class GANRecipe:
         return {"real": real, "labels": labels, "fake": fake, "augment": augment}
 
     def d_phase(self, s):
-        t = self.t
+        t = self.train_args
         alpha = self.noise.uniform("gp_alpha", s.micro_step, 1, 1, 1) if t.loss == "wgan_gp" else None
         # Lazy R1 (StyleGAN2): on every k-th D update only, weighted by k to keep its strength.
         lazy_r1 = t.r1_gamma > 0 and s.updates.get("D", 0) % t.r1_interval == 0
@@ -72,4 +76,4 @@ class GANRecipe:
                              scaler=s.accelerator.scaler)
 
     def g_phase(self, s):
-        return phases.g_loss(s.nets.D, s["fake"], s["labels"], self.t.loss, augment=s["augment"])
+        return phases.g_loss(s.nets.D, s["fake"], s["labels"], self.train_args.loss, augment=s["augment"])

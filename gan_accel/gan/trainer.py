@@ -27,7 +27,9 @@ from .speed import compile_in_place, to_channels_last
 
 
 class GANTrainer(Task):
-    project, unit, desc = "gan", "img", "gan"
+    project = "gan"
+    unit = "img"
+    desc = "gan"
     configs = {"data_args": GANDataArguments, "model_args": GANModelArguments, "train_args": GANTrainArguments,
                "eval_args": GANEvalArguments}
     outputs = (Output("samples"), Output("generator", checked="models.export: config, finite weights"),
@@ -45,7 +47,8 @@ class GANTrainer(Task):
     def check(self) -> None:
         if self.model_args.conditional and self.data.labels is None:
             raise ConfigError(f"--conditional needs labelled data; {self.data.name} {self.data.unlabelled_reason}")
-        P, batch = self.accelerator.num_processes, self.train_args.batch_size
+        P = self.accelerator.num_processes
+        batch = self.train_args.batch_size
         if len(self.data) // batch < P:  # full batches only (drop_last), one per process at least
             raise ConfigError(f"--batch_size {batch} x {P} processes is larger than the dataset "
                               f"({len(self.data)} images); lower --batch_size")
@@ -54,7 +57,10 @@ class GANTrainer(Task):
         return image_fingerprint(self.data_args, self.data)
 
     def build(self) -> Plan:
-        m, t, acc, seed = self.model_args, self.train_args, self.accelerator, self.run_args.seed
+        m = self.model_args
+        t = self.train_args
+        acc = self.accelerator
+        seed = self.run_args.seed
         self.run.print(f"Data: {self.data.name}, {len(self.data)} images {self.data.shape}, "
                        f"{self.data.num_classes} classes, {self.data.describe()}")
         self.num_classes = self.data.num_classes if m.conditional else 0
@@ -75,7 +81,8 @@ class GANTrainer(Task):
         return Plan(recipe.recipe({"G": G, "D": D}), loader, t.max_steps)
 
     def hooks(self) -> list:
-        engine, t = self.engine, self.train_args
+        engine = self.engine
+        t = self.train_args
         self.ema = EMA(engine.module("G"), t.ema_decay, t.ema_start)
         if t.compile:
             # After the EMA copy (kept eager: it only samples) and in place, so state-dict keys and
@@ -109,7 +116,8 @@ class GANTrainer(Task):
                             inception_weights=e.inception_weights)
 
     def evaluate(self) -> dict:
-        run, state = self.run, self.run.state
+        run = self.run
+        state = self.run.state
         self._evaluated = self.calibrated_ema()
         metrics = self.evaluator.evaluate(self._evaluated)
         if self.keeper.update(metrics):

@@ -78,7 +78,10 @@ class MetricsLogger:
         for key, value in (extra or {}).items():
             values[key] = float(value.item() if torch.is_tensor(value) else value)
         self.write(step, values)
-        self._sums, self._counts, self._samples, self._t0 = {}, {}, 0, time.perf_counter()
+        self._sums = {}
+        self._counts = {}
+        self._samples = 0
+        self._t0 = time.perf_counter()
         return values
 
     def write(self, step: int, values: Dict[str, float]) -> None:
@@ -129,7 +132,8 @@ class ExplosionCheck:
     MIN_HISTORY = 3
 
     def __init__(self, factor: float, window: int) -> None:
-        self.factor, self.window = factor, window
+        self.factor = factor
+        self.window = window
         self.history: Dict[str, list] = {}
         self.exploded: Dict[str, bool] = {}
 
@@ -176,7 +180,8 @@ def drop_lines_after(path: Path, step: int) -> int:
     if not path.is_file():
         return 0
     lines = path.read_bytes().splitlines(keepends=True)
-    kept, dropped = [], []
+    kept = []
+    dropped = []
     for index, line in enumerate(lines):
         logged = _logged_step(line)
         torn = index == len(lines) - 1 and not line.endswith(b"\n")

@@ -183,7 +183,8 @@ class TrainingRun:
         version = metrics_version(self.output_dir)
         if version is not None and version == self._plotted_version:
             return
-        self._last_plot, self._plotted_version = now, version
+        self._last_plot = now
+        self._plotted_version = version
         plot_run_safely(self.output_dir, warn=self.print)
 
     # ---- cadence -------------------------------------------------------------------------

@@ -17,7 +17,8 @@ RUN_OUTPUTS = ("config.json", "metrics.jsonl", "checkpoints", "logs", "plots")
 
 def clear_run_outputs(out: Path, outputs: Sequence[str] = RUN_OUTPUTS) -> Tuple[List[str], List[str]]:
     """Delete the run's own ``outputs`` in ``out``; return (removed, kept) top-level names."""
-    removed, kept = [], []
+    removed = []
+    kept = []
     for entry in sorted(out.iterdir(), key=lambda p: p.name):
         if entry.name in outputs:
             if entry.is_dir() and not entry.is_symlink():

@@ -30,7 +30,8 @@ class GracefulStop:
             # Second signal: the user means it. Exit at once, without a checkpoint.
             print(f"\nSecond {signal.Signals(signum).name}: exiting immediately without a checkpoint.", file=sys.stderr, flush=True)
             os._exit(128 + signum)
-        self.requested, self.signum = True, signum
+        self.requested = True
+        self.signum = signum
         print(f"\n{signal.Signals(signum).name} received: finishing this step, saving a checkpoint, then exiting "
               "(send it again to exit at once).", file=sys.stderr, flush=True)
 

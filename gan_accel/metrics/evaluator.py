@@ -155,9 +155,12 @@ class GANEvaluator:
             raise UserError(f"--feature_extractor must be one of {', '.join(FEATURE_EXTRACTORS)}; got {feature_extractor!r}")
         if num_images < 2:
             raise UserError(f"--num_images must be >= 2; got {num_images}")
-        self.real, self.feature_extractor, self.num_images = real, feature_extractor, num_images
+        self.real = real
+        self.feature_extractor = feature_extractor
+        self.num_images = num_images
         self.device = torch.device(device or "cpu")
-        self.seed, self.batch_size = seed, batch_size
+        self.seed = seed
+        self.batch_size = batch_size
         self.coverage_min_share_ratio = coverage_min_share_ratio
         self.bootstrap_resamples = bootstrap_resamples
         self.k_precision_recall = k_precision_recall
@@ -267,7 +270,8 @@ class GANEvaluator:
                 y = torch.multinomial(probs, b, replacement=True, generator=gen)
                 x = G(z, y.to(g_device))
             else:
-                y, x = None, G(z)
+                y = None
+                x = G(z)
             if x.shape[1:] != self.real.images.shape[1:]:
                 raise UserError(f"the generator makes images of shape {tuple(x.shape[1:])} but the real data is "
                                 f"{tuple(self.real.images.shape[1:])}; pass the --image_size/--channels it was trained with")

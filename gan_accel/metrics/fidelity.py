@@ -48,7 +48,8 @@ def k_nearest(queries: torch.Tensor, reference: torch.Tensor, k: int = 1,
               chunk_size: int = CHUNK_SIZE) -> Tuple[torch.Tensor, torch.Tensor]:
     """``(distances [M, k], indices [M, k])`` of each query's k nearest reference rows, nearest first."""
     reference = reference.float()
-    dists, idxs = [], []
+    dists = []
+    idxs = []
     for chunk in _row_chunks(queries.float(), chunk_size):
         d, i = torch.cdist(chunk, reference).topk(k, dim=1, largest=False)
         dists.append(d)

@@ -40,7 +40,10 @@ class DCGANGenerator(nn.Module, PyTorchModelHubMixin):
     def __init__(self, z_dim: int = 128, channels: int = 1, image_size: int = 32, g_channels: int = 64,
                  num_classes: int = 0, g_norm: str = "batch") -> None:
         super().__init__()
-        self.z_dim, self.channels, self.image_size, self.num_classes = z_dim, channels, image_size, num_classes
+        self.z_dim = z_dim
+        self.channels = channels
+        self.image_size = image_size
+        self.num_classes = num_classes
         n_up = _num_up(image_size)
         width = g_channels * 2 ** (n_up - 1)
         # Conditional: a learned class embedding concatenated to z (the input of the first layer).

@@ -82,7 +82,8 @@ class GBlock(nn.Module):
         super().__init__()
         self.bn1 = ConditionalBatchNorm2d(c_in, num_classes, g_norm)
         self.bn2 = ConditionalBatchNorm2d(c_out, num_classes, g_norm)
-        self.conv1, self.conv2 = nn.Conv2d(c_in, c_out, 3, 1, 1), nn.Conv2d(c_out, c_out, 3, 1, 1)
+        self.conv1 = nn.Conv2d(c_in, c_out, 3, 1, 1)
+        self.conv2 = nn.Conv2d(c_out, c_out, 3, 1, 1)
         self.shortcut = nn.Conv2d(c_in, c_out, 1) if c_in != c_out else None
 
     def forward(self, x: torch.Tensor, labels: Optional[torch.Tensor]) -> torch.Tensor:
@@ -98,8 +99,10 @@ class DBlock(nn.Module):
 
     def __init__(self, c_in: int, c_out: int, down: bool, d_norm: str, first: bool = False) -> None:
         super().__init__()
-        self.down, self.first = down, first
-        self.conv1, self.conv2 = d_conv(c_in, c_out, 3, d_norm), d_conv(c_out, c_out, 3, d_norm)
+        self.down = down
+        self.first = first
+        self.conv1 = d_conv(c_in, c_out, 3, d_norm)
+        self.conv2 = d_conv(c_out, c_out, 3, d_norm)
         # --d_norm batch: BN before each ReLU of the residual path (SNGAN itself uses spectral).
         self.norm1 = nn.Sequential(*d_norm_layer(d_norm, c_in)) if not first else nn.Identity()
         self.norm2 = nn.Sequential(*d_norm_layer(d_norm, c_out))
@@ -131,7 +134,10 @@ class ResNetGenerator(nn.Module, PyTorchModelHubMixin):
         super().__init__()
         if image_size not in G_PLAN:
             raise ValueError(f"resnet generator: image_size must be one of {RESNET_SIZES}; got {image_size}")
-        self.z_dim, self.channels, self.image_size, self.num_classes = z_dim, channels, image_size, num_classes
+        self.z_dim = z_dim
+        self.channels = channels
+        self.image_size = image_size
+        self.num_classes = num_classes
         widths = _widths(G_PLAN[image_size], g_channels)
         self.linear = nn.Linear(z_dim, 4 * 4 * widths[0])   # z -> [B, w0, 4, 4]
         self.blocks = nn.ModuleList(GBlock(a, b, num_classes, g_norm) for a, b in zip(widths[:-1], widths[1:]))
@@ -154,7 +160,8 @@ class ResNetDiscriminator(nn.Module):
         super().__init__()
         if image_size not in D_PLAN:
             raise ValueError(f"resnet discriminator: image_size must be one of {RESNET_SIZES}; got {image_size}")
-        blocks, c_in = [], channels
+        blocks = []
+        c_in = channels
         for i, (mult, down) in enumerate(D_PLAN[image_size]):
             blocks.append(DBlock(c_in, mult * d_channels, down, d_norm, first=i == 0))
             c_in = mult * d_channels

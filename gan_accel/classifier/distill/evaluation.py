@@ -22,8 +22,12 @@ class DistillEvaluator:
     """
 
     def __init__(self, engine, tokenizer, eval_loader, num_labels: int, metric: str, greater_is_better: bool) -> None:
-        self.engine, self.run, self.acc = engine, engine.run, engine.accelerator
-        self.tokenizer, self.eval_loader, self.num_labels = tokenizer, eval_loader, num_labels
+        self.engine = engine
+        self.run = engine.run
+        self.acc = engine.accelerator
+        self.tokenizer = tokenizer
+        self.eval_loader = eval_loader
+        self.num_labels = num_labels
         self.model_dir = self.run.output_dir / "model"
         teacher_preds, labels, losses = gather_predictions(self.acc, engine.nets.teacher, eval_loader)
         self.teacher_preds = teacher_preds
@@ -37,7 +41,8 @@ class DistillEvaluator:
         metrics = {**scores_of(preds, labels, losses, self.num_labels),
                    "eval/agreement": float((preds == self.teacher_preds).float().mean())}
         step = self.run.state.step
-        self.last, self.last_step = metrics, step
+        self.last = metrics
+        self.last_step = step
         kept = self.keep(metrics)
         self.engine.logger.write(step, metrics)
         self.run.print(f"step {step}: accuracy {metrics['eval/accuracy']:.4f} (teacher "

@@ -38,7 +38,8 @@ def hidden_cosine_loss(student_hidden: torch.Tensor, teacher_hidden: torch.Tenso
     (``CosineEmbeddingLoss`` with target 1 on the masked-selected states). Needs equal widths.
     """
     mask = attention_mask.bool()                                                 # [B, L]
-    s, t = student_hidden.float()[mask], teacher_hidden.float()[mask]            # [tokens, D]
+    s = student_hidden.float()[mask]
+    t = teacher_hidden.float()[mask]
     return (1.0 - F.cosine_similarity(s, t, dim=-1)).mean()
 
 

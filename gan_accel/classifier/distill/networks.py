@@ -47,7 +47,8 @@ def check_labels(teacher_config, label_names: List[str], teacher_path: str) -> N
 
 def check_vocabulary(teacher_tokenizer, student_tokenizer, student_path: str) -> None:
     """Teacher and student read the same token ids, so their vocabularies must be identical."""
-    t, s = teacher_tokenizer.get_vocab(), student_tokenizer.get_vocab()
+    t = teacher_tokenizer.get_vocab()
+    s = student_tokenizer.get_vocab()
     if t == s:
         return
     differ = len(set(t.items()) ^ set(s.items()))
@@ -68,7 +69,8 @@ def load_teacher(args: DistillModelArguments, label_names: List[str]):
     checked on the config, before the weights are read."""
     from transformers import AutoConfig, AutoModelForSequenceClassification, AutoTokenizer
 
-    path, flag = args.teacher_model_name_or_path, "teacher_model_name_or_path"
+    path = args.teacher_model_name_or_path
+    flag = "teacher_model_name_or_path"
     tokenizer = _load(flag, path, "tokenizer", lambda: AutoTokenizer.from_pretrained(path))
     config = _load(flag, path, "config", lambda: AutoConfig.from_pretrained(path))
     check_labels(config, label_names, path)
@@ -91,7 +93,8 @@ def load_student(args: DistillModelArguments, teacher, label_names: List[str]):
     if args.student_from_teacher:
         student = student_from_teacher(teacher, student_depth(args, teacher.config))
     else:
-        path, flag = args.student_model_name_or_path, "student_model_name_or_path"
+        path = args.student_model_name_or_path
+        flag = "student_model_name_or_path"
         student = _load(flag, path, "model", lambda: AutoModelForSequenceClassification.from_pretrained(
             path, num_labels=len(label_names), id2label=dict(enumerate(label_names)),
             label2id={name: i for i, name in enumerate(label_names)}, ignore_mismatched_sizes=True))
@@ -139,7 +142,8 @@ def hidden_width(config) -> int:
 
 def check_widths(teacher_config, student_config, alpha_cos: float) -> None:
     """The cosine loss compares hidden states coordinate by coordinate: widths must match."""
-    t, s = hidden_width(teacher_config), hidden_width(student_config)
+    t = hidden_width(teacher_config)
+    s = hidden_width(student_config)
     if alpha_cos > 0 and t != s:
         raise UserError(f"--alpha_cos {alpha_cos}: the student's hidden width ({s}) is not the teacher's ({t}); "
                         "use --alpha_cos 0 or a student of the teacher's width")

@@ -40,7 +40,8 @@ def distill_loss_fn(args: DistillArguments, cache: TeacherLogits):
     def loss(s):
         batch = s.batch
         out = s.nets.student(**model_inputs(batch), output_hidden_states=hidden)
-        teacher_logits, teacher_hidden = None, None
+        teacher_logits = None
+        teacher_hidden = None
         if args.needs_teacher_in_loop:
             teacher_logits, teacher_hidden = teacher_forward(s.nets.teacher, batch, hidden=hidden)
         elif args.alpha_kd > 0:
@@ -56,7 +57,10 @@ def distill_loss_fn(args: DistillArguments, cache: TeacherLogits):
 class DistillRecipe:
     def __init__(self, args: DistillArguments, train_args: ClassifierTrainArguments, length: ScheduleLength,
                  cache: TeacherLogits) -> None:
-        self.args, self.train_args, self.length, self.cache = args, train_args, length, cache
+        self.args = args
+        self.train_args = train_args
+        self.length = length
+        self.cache = cache
 
     def recipe(self, networks: Mapping[str, torch.nn.Module]) -> Recipe:
         train_args = self.train_args

@@ -20,7 +20,8 @@ from .teacher import CACHE_FILE, IndexedDataset, fill_logit_cache
 class DistillTrainer(ClassifierTrainer):
     """The classifier's data, batching and schedule checks; its own networks, recipe and evaluation."""
 
-    project, desc = "distill", "distil"
+    project = "distill"
+    desc = "distil"
     configs = {"data_args": ClassifierDataArguments, "model_args": DistillModelArguments,
                "distill_args": DistillArguments, "args": ClassifierTrainArguments}
     outputs = (Output("model", label="student", checked=MODEL_CHECK), Output("eval_results.json", label="results"),
