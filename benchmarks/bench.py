@@ -7,6 +7,7 @@ Prints a table (medians and max-min spread over repetitions) and writes the JSON
 (``gan.ratio_vs_plain``, ``classifier.CORPUS.ratio_vs_trainer`` and ``.ratio_vs_trainer_grouped``,
 raw figures beside them).
 """
+
 from __future__ import annotations
 
 import shlex
@@ -26,23 +27,49 @@ GAN_VARIANTS = ("channels_last", "compile", "bf16", "fp16")
 @dataclass
 class BenchArguments:
     output_json: str = field(default="bench.json", metadata={"help": "Where to write the figures (JSON)."})
-    only: str = field(default="gan,classifier,sampling", metadata={"help": "Comma-separated subset of gan,classifier,sampling."})
+    only: str = field(
+        default="gan,classifier,sampling", metadata={"help": "Comma-separated subset of gan,classifier,sampling."}
+    )
     device: str = choice("cpu", ("cpu", "cuda"), "Device of every contender.")
-    threads: int = field(default=1, metadata={"help": "Intra-op threads for every contender (the same for all; 1 is steadiest on a shared machine)."})
+    threads: int = field(
+        default=1,
+        metadata={
+            "help": "Intra-op threads for every contender (the same for all; 1 is steadiest on a shared machine)."
+        },
+    )
     seed: int = field(default=0, metadata={"help": "Seed of every contender."})
     gan_image_size: int = field(default=32, metadata={"help": "DCGAN resolution (digits, resized)."})
     gan_batch_size: int = field(default=64, metadata={"help": "GAN batch size."})
     gan_channels: int = field(default=64, metadata={"help": "DCGAN width (g_channels = d_channels)."})
-    gan_rounds: int = field(default=8, metadata={"help": "Interleaved rounds (each contender runs one chunk per round)."})
+    gan_rounds: int = field(
+        default=8, metadata={"help": "Interleaved rounds (each contender runs one chunk per round)."}
+    )
     gan_chunk: int = field(default=4, metadata={"help": "Timed G updates per contender per round."})
-    gan_warmup: int = field(default=3, metadata={"help": "Untimed updates per contender first (compilation included)."})
-    gan_variants: str = field(default="channels_last,bf16", metadata={"help": "Toolkit variants measured against its default: a subset of channels_last,compile,bf16,fp16 ('' none; bf16 and fp16 in separate runs)."})
+    gan_warmup: int = field(
+        default=3, metadata={"help": "Untimed updates per contender first (compilation included)."}
+    )
+    gan_variants: str = field(
+        default="channels_last,bf16",
+        metadata={
+            "help": "Toolkit variants measured against its default: a subset of channels_last,compile,bf16,fp16 ('' none; bf16 and fp16 in separate runs)."
+        },
+    )
     classifier_reps: int = field(default=5, metadata={"help": "Toolkit/Trainer pairs (each a full training run)."})
-    classifier_corpora: str = field(default="synthetic,docstrings", metadata={"help": "Comma-separated subset of synthetic (generated, nearly equal lengths) and docstrings (the standard library's docstrings by package: real, variable-length text)."})
-    classifier_epochs: Optional[int] = field(default=None, metadata={"help": "Epochs per classifier run (default: each corpus's own: synthetic 3, docstrings 8)."})
+    classifier_corpora: str = field(
+        default="synthetic,docstrings",
+        metadata={
+            "help": "Comma-separated subset of synthetic (generated, nearly equal lengths) and docstrings (the standard library's docstrings by package: real, variable-length text)."
+        },
+    )
+    classifier_epochs: Optional[int] = field(
+        default=None,
+        metadata={"help": "Epochs per classifier run (default: each corpus's own: synthetic 3, docstrings 8)."},
+    )
     classifier_n_train: int = field(default=960, metadata={"help": "Generated training sentences (synthetic corpus)."})
     sample_images: int = field(default=1024, metadata={"help": "Images per sampling repetition."})
-    sample_batch_size: int = field(default=256, metadata={"help": "Batch size of generate_images (sample_gan.py's default)."})
+    sample_batch_size: int = field(
+        default=256, metadata={"help": "Batch size of generate_images (sample_gan.py's default)."}
+    )
     sample_reps: int = field(default=3, metadata={"help": "Sampling repetitions."})
     work_dir: Optional[str] = field(default=None, metadata={"help": "Scratch folder (default: a new temporary one)."})
     debug: bool = field(default=False, metadata={"help": "Show full tracebacks."})
@@ -55,14 +82,26 @@ class BenchArguments:
             check_choice("classifier_corpora", corpus.strip(), CORPORA)
         for v in filter(None, self.gan_variants.split(",")):
             check_choice("gan_variants", v.strip(), GAN_VARIANTS)
-        for name in ("threads", "gan_image_size", "gan_batch_size", "gan_channels", "gan_rounds", "gan_chunk",
-                     "classifier_reps", "classifier_n_train", "sample_images",
-                     "sample_batch_size", "sample_reps"):
+        for name in (
+            "threads",
+            "gan_image_size",
+            "gan_batch_size",
+            "gan_channels",
+            "gan_rounds",
+            "gan_chunk",
+            "classifier_reps",
+            "classifier_n_train",
+            "sample_images",
+            "sample_batch_size",
+            "sample_reps",
+        ):
             check_positive(name, getattr(self, name))
         check_positive("gan_warmup", self.gan_warmup, allow_zero=True)
         check_positive("classifier_epochs", self.classifier_epochs)
         if {"bf16", "fp16"} <= {v.strip() for v in self.gan_variants.split(",")}:
-            raise ConfigError("--gan_variants: bf16 and fp16 need separate runs (Accelerate's precision is process-wide)")
+            raise ConfigError(
+                "--gan_variants: bf16 and fp16 need separate runs (Accelerate's precision is process-wide)"
+            )
         if not self.only.strip():
             raise ConfigError("--only must name at least one of gan,classifier,sampling")
 

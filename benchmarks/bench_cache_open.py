@@ -5,6 +5,7 @@
 Builds an entry of random pixels in a temporary folder (no decoding), then times ``open_cache``
 (median of --reps, the file in the page cache) and ``read_all``, and prints both and their ratio.
 """
+
 from __future__ import annotations
 
 import statistics
@@ -67,10 +68,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         start = time.perf_counter()
         cache.read_all()
         read_all = time.perf_counter() - start
-    megabytes = args.num_images * 3 * args.image_size ** 2 / 1e6
+    megabytes = args.num_images * 3 * args.image_size**2 / 1e6
     open_s = statistics.median(opens)
-    print(f"{args.num_images} images of {args.image_size} px ({megabytes:.0f} MB): open {open_s * 1000:.1f} ms, "
-          f"read_all {read_all * 1000:.1f} ms, open/read_all {open_s / read_all:.2f}")
+    print(
+        f"{args.num_images} images of {args.image_size} px ({megabytes:.0f} MB): open {open_s * 1000:.1f} ms, "
+        f"read_all {read_all * 1000:.1f} ms, open/read_all {open_s / read_all:.2f}"
+    )
     return 0
 
 

@@ -3,6 +3,7 @@ and labels-only, same budget) and the --cache_teacher_logits speed-up, in one ru
 
     OMP_NUM_THREADS=1 python -m benchmarks.bench_distill --output_dir runs/bench_distill --output_json bench_distill.json
 """
+
 from __future__ import annotations
 
 import json

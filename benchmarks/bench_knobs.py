@@ -3,6 +3,7 @@ Adam/AdamW/Adafactor, 2 processes, LocalSGD) on the classifier path: one process
 
     OMP_NUM_THREADS=1 python -m benchmarks.bench_knobs --output_json benchmarks/results/knobs_cpu.json
 """
+
 from __future__ import annotations
 
 import json
@@ -18,8 +19,10 @@ from gan_accel.errors import ConfigError, cli_entry
 @dataclass
 class KnobArguments:
     output_json: str = field(default="knobs.json", metadata={"help": "Where to write the figures (JSON)."})
-    variants: str = field(default="baseline,gradient_accumulation_4,gradient_checkpointing,bf16,adamw,adafactor,2_processes,2_processes_local_sgd_8",
-                          metadata={"help": "Comma-separated variants (baseline first: the others are compared with it)."})
+    variants: str = field(
+        default="baseline,gradient_accumulation_4,gradient_checkpointing,bf16,adamw,adafactor,2_processes,2_processes_local_sgd_8",
+        metadata={"help": "Comma-separated variants (baseline first: the others are compared with it)."},
+    )
     n_train: int = field(default=2000, metadata={"help": "Generated training texts."})
     dim: int = field(default=128, metadata={"help": "Model width (DistilBERT-style, randomly initialised)."})
     n_layers: int = field(default=4, metadata={"help": "Transformer layers."})
@@ -47,8 +50,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     result = bench_knobs(setup, folder, args.variants.split(","))
     print(f"{'variant':28s} {'samples/s':>10s} {'x base':>7s} {'peak MB':>8s} {'x base':>7s} {'accuracy':>8s}")
     for name, r in result["variants"].items():
-        print(f"{name:28s} {r['samples_per_s']:10.1f} {r.get('speed_vs_baseline', float('nan')):7.2f} "
-              f"{r['peak_rss_mb']:8.0f} {r.get('memory_vs_baseline', float('nan')):7.2f} {r['accuracy']:8.3f}")
+        print(
+            f"{name:28s} {r['samples_per_s']:10.1f} {r.get('speed_vs_baseline', float('nan')):7.2f} "
+            f"{r['peak_rss_mb']:8.0f} {r.get('memory_vs_baseline', float('nan')):7.2f} {r['accuracy']:8.3f}"
+        )
     Path(args.output_json).write_text(json.dumps(result, indent=2) + "\n")
     print(f"Wrote {args.output_json}")
     return 0

@@ -12,6 +12,7 @@ sampler), so accuracies are compared, not weights. Trainer runs with ``save_stra
 the toolkit's loop writes its best-model export and final checkpoint: that time is measured apart
 and reported both ways.
 """
+
 from __future__ import annotations
 
 import os
@@ -29,11 +30,16 @@ CONTENDERS = ("toolkit", "trainer", "trainer_grouped")
 def _configs(setup: ClassifierBenchSetup, inputs: Dict[str, Path]):
     from gan_accel.classifier.config import ClassifierDataArguments, ClassifierModelArguments, ClassifierTrainArguments
 
-    data = ClassifierDataArguments(train_file=str(inputs["train"]), validation_file=str(inputs["validation"]),
-                                   max_length=setup.max_length)
+    data = ClassifierDataArguments(
+        train_file=str(inputs["train"]), validation_file=str(inputs["validation"]), max_length=setup.max_length
+    )
     model = ClassifierModelArguments(model_name_or_path=str(inputs["model"]))
-    train = ClassifierTrainArguments(learning_rate=setup.learning_rate, warmup_ratio=setup.warmup_ratio,
-                                     num_train_epochs=setup.epochs, batch_size=setup.batch_size)
+    train = ClassifierTrainArguments(
+        learning_rate=setup.learning_rate,
+        warmup_ratio=setup.warmup_ratio,
+        num_train_epochs=setup.epochs,
+        batch_size=setup.batch_size,
+    )
     return data, model, train
 
 
@@ -45,12 +51,13 @@ def run_toolkit(setup: ClassifierBenchSetup, inputs: Dict[str, Path], out_dir: P
 
     reset_accelerate()
     data_args, model_args, train_args = _configs(setup, inputs)
-    run_args = RunArguments(output_dir=str(out_dir), overwrite_output_dir=True, seed=setup.seed, checkpointing_steps=0,
-                            cpu=setup.cpu)
+    run_args = RunArguments(
+        output_dir=str(out_dir), overwrite_output_dir=True, seed=setup.seed, checkpointing_steps=0, cpu=setup.cpu
+    )
     trainer = ClassifierTrainer(data_args, model_args, train_args, run_args)
     engine, io = trainer.engine, Stopwatch()
-    engine.save_checkpoint = io.wrap(engine.save_checkpoint)   # the final checkpoint
-    trainer.keeper.update = io.wrap(trainer.keeper.update)     # the best-model export after each evaluation
+    engine.save_checkpoint = io.wrap(engine.save_checkpoint)  # the final checkpoint
+    trainer.keeper.update = io.wrap(trainer.keeper.update)  # the best-model export after each evaluation
     device = trainer.run.accelerator.device
     synchronize(device)
     t0 = time.perf_counter()
@@ -60,18 +67,31 @@ def run_toolkit(setup: ClassifierBenchSetup, inputs: Dict[str, Path], out_dir: P
     trainer.run.finish()
     # Padding of epoch 0's batches, from fresh (unprepared) loaders built the same way: iterating
     # the engine's own loader again would move its sampler.
-    train_dl, eval_dl, _ = build_dataloaders(trainer.data, trainer.tokenizer, train_args.batch_size,
-                                             train_args.eval_batch_size or 2 * train_args.batch_size, setup.seed,
-                                             group_by_length=data_args.group_by_length,
-                                             pad_to_multiple_of=data_args.padding_multiple(device.type))
+    train_dl, eval_dl, _ = build_dataloaders(
+        trainer.data,
+        trainer.tokenizer,
+        train_args.batch_size,
+        train_args.eval_batch_size or 2 * train_args.batch_size,
+        setup.seed,
+        group_by_length=data_args.group_by_length,
+        pad_to_multiple_of=data_args.padding_multiple(device.type),
+    )
     raw = engine.optimizers["model"].optimizer
-    return {"seconds": seconds, "io_seconds": io.seconds, "samples": len(trainer.data.train) * setup.epochs,
-            "accuracy": trainer.last_eval["eval/accuracy"], "updates": trainer.run.state.step,
-            "optimizer": type(raw).__name__,
-            "padding_fraction": padding_fraction(train_dl), "eval_padding_fraction": padding_fraction(eval_dl)}
+    return {
+        "seconds": seconds,
+        "io_seconds": io.seconds,
+        "samples": len(trainer.data.train) * setup.epochs,
+        "accuracy": trainer.last_eval["eval/accuracy"],
+        "updates": trainer.run.state.step,
+        "optimizer": type(raw).__name__,
+        "padding_fraction": padding_fraction(train_dl),
+        "eval_padding_fraction": padding_fraction(eval_dl),
+    }
 
 
-def run_trainer(setup: ClassifierBenchSetup, inputs: Dict[str, Path], out_dir: Path, grouped: bool) -> Dict[str, float]:
+def run_trainer(
+    setup: ClassifierBenchSetup, inputs: Dict[str, Path], out_dir: Path, grouped: bool
+) -> Dict[str, float]:
     import numpy as np
     from accelerate.utils import set_seed
     from transformers import DataCollatorWithPadding, Trainer, TrainerCallback, TrainingArguments
@@ -98,23 +118,45 @@ def run_trainer(setup: ClassifierBenchSetup, inputs: Dict[str, Path], out_dir: P
 
     grouping = {"train_sampling_strategy": "group_by_length"} if grouped else {}
     args = TrainingArguments(
-        output_dir=str(out_dir), per_device_train_batch_size=setup.batch_size,
-        per_device_eval_batch_size=2 * setup.batch_size, num_train_epochs=setup.epochs,
-        learning_rate=setup.learning_rate, lr_scheduler_type="linear", warmup_steps=setup.warmup_ratio,  # float: a ratio
-        weight_decay=0.0, max_grad_norm=train_args.max_grad_norm,  # AdamW with weight decay 0 is the toolkit's Adam
-        eval_strategy="epoch", save_strategy="no", report_to=[], seed=setup.seed, use_cpu=setup.cpu, **grouping,
+        output_dir=str(out_dir),
+        per_device_train_batch_size=setup.batch_size,
+        per_device_eval_batch_size=2 * setup.batch_size,
+        num_train_epochs=setup.epochs,
+        learning_rate=setup.learning_rate,
+        lr_scheduler_type="linear",
+        warmup_steps=setup.warmup_ratio,  # float: a ratio
+        weight_decay=0.0,
+        max_grad_norm=train_args.max_grad_norm,  # AdamW with weight decay 0 is the toolkit's Adam
+        eval_strategy="epoch",
+        save_strategy="no",
+        report_to=[],
+        seed=setup.seed,
+        use_cpu=setup.cpu,
+        **grouping,
     )
     timer = LoopTimer()
-    trainer = Trainer(model=model, args=args, train_dataset=data.train, eval_dataset=data.validation,
-                      data_collator=DataCollatorWithPadding(tokenizer), processing_class=tokenizer,
-                      compute_metrics=accuracy, callbacks=[timer])
+    trainer = Trainer(
+        model=model,
+        args=args,
+        train_dataset=data.train,
+        eval_dataset=data.validation,
+        data_collator=DataCollatorWithPadding(tokenizer),
+        processing_class=tokenizer,
+        compute_metrics=accuracy,
+        callbacks=[timer],
+    )
     trainer.train()
     evals = [h["eval_accuracy"] for h in trainer.state.log_history if "eval_accuracy" in h]
     optimizer = getattr(trainer.optimizer, "optimizer", trainer.optimizer)
-    return {"seconds": timer.seconds, "samples": len(data.train) * setup.epochs, "accuracy": evals[-1],
-            "updates": trainer.state.global_step, "optimizer": type(optimizer).__name__,
-            "padding_fraction": padding_fraction(trainer.get_train_dataloader()),
-            "eval_padding_fraction": padding_fraction(trainer.get_eval_dataloader())}
+    return {
+        "seconds": timer.seconds,
+        "samples": len(data.train) * setup.epochs,
+        "accuracy": evals[-1],
+        "updates": trainer.state.global_step,
+        "optimizer": type(optimizer).__name__,
+        "padding_fraction": padding_fraction(trainer.get_train_dataloader()),
+        "eval_padding_fraction": padding_fraction(trainer.get_eval_dataloader()),
+    }
 
 
 def run_contender(name: str, setup: ClassifierBenchSetup, inputs: Dict[str, Path], out_dir: Path) -> Dict[str, float]:
@@ -131,15 +173,17 @@ def bench_classifier(setup: ClassifierBenchSetup, folder: Path, log=print) -> di
     inputs = make_inputs(setup, Path(folder))
     results: Dict[str, List[dict]] = {name: [] for name in CONTENDERS}
     for r in range(setup.reps):
-        order = CONTENDERS[r % 3:] + CONTENDERS[:r % 3]
+        order = CONTENDERS[r % 3 :] + CONTENDERS[: r % 3]
         # One seed per repetition, the same for all three: a randomly initialised model's accuracy
         # after a few epochs depends on its seed and data order by several points, so the medians
         # compare the loops over 5 seeds rather than one lucky or unlucky draw.
         rep = replace(setup, seed=setup.seed + r)
         for name in order:
             results[name].append(run_contender(name, rep, inputs, Path(folder) / f"{name}_{r}"))
-        log(f"  classifier {setup.corpus} rep {r + 1}/{setup.reps}: " + "  ".join(
-            f"{n} {results[n][-1]['seconds']:.1f}s acc {results[n][-1]['accuracy']:.3f}" for n in order))
+        log(
+            f"  classifier {setup.corpus} rep {r + 1}/{setup.reps}: "
+            + "  ".join(f"{n} {results[n][-1]['seconds']:.1f}s acc {results[n][-1]['accuracy']:.3f}" for n in order)
+        )
     return summarize(setup, results)
 
 
@@ -152,7 +196,9 @@ def summarize(setup: ClassifierBenchSetup, results: Dict[str, List[dict]]) -> di
         "samples_per_s": {n: summary(v) for n, v in sps.items()},
         "ratio_vs_trainer": summary(ratios(sps["toolkit"], sps["trainer"])),
         "ratio_vs_trainer_grouped": summary(ratios(sps["toolkit"], sps["trainer_grouped"])),
-        "ratio_vs_trainer_grouped_without_exports": summary(ratios(sps["toolkit_without_exports"], sps["trainer_grouped"])),
+        "ratio_vs_trainer_grouped_without_exports": summary(
+            ratios(sps["toolkit_without_exports"], sps["trainer_grouped"])
+        ),
         "accuracy": acc,
         "accuracy_gap_points": {n: 100 * (acc["toolkit"]["median"] - acc[n]["median"]) for n in CONTENDERS[1:]},
         "padding_fraction": {n: rs[0]["padding_fraction"] for n, rs in results.items()},

@@ -1,4 +1,5 @@
 """What every contender of the benchmark shares: thread settings, device syncs, timers, statistics."""
+
 from __future__ import annotations
 
 import os
@@ -49,6 +50,7 @@ class Stopwatch:
                 return fn(*args, **kwargs)
             finally:
                 self.seconds += time.perf_counter() - t0
+
         return timed
 
 

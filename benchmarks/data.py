@@ -7,6 +7,7 @@ but the files on disk. A child reports: seconds from its start to the end of the
 (imports, data, models, one step), images/s over the timed updates, and the peak RSS of the
 training process and of its DataLoader workers.
 """
+
 from __future__ import annotations
 
 import json
@@ -53,20 +54,58 @@ def generate_folder(root: Path, num_images: int, size: int, processes: int, seed
 
 
 def child_argv(data_dir: Path, cache_dir: str, in_memory: str, args) -> List[str]:
-    return ["--dataset", "folder", "--data_dir", str(data_dir), "--image_size", str(args.image_size), "--channels", "3",
-            "--data_in_memory", in_memory, "--data_cache_dir", cache_dir, "--dataloader_num_workers", str(args.workers),
-            "--batch_size", str(args.batch_size), "--g_channels", str(args.channels), "--d_channels", str(args.channels),
-            "--z_dim", "64", "--sample_every", "0", "--checkpointing_steps", "0", "--log_every", "1000000",
-            "--max_steps", "1000000", "--cpu", "--overwrite_output_dir"]
+    return [
+        "--dataset",
+        "folder",
+        "--data_dir",
+        str(data_dir),
+        "--image_size",
+        str(args.image_size),
+        "--channels",
+        "3",
+        "--data_in_memory",
+        in_memory,
+        "--data_cache_dir",
+        cache_dir,
+        "--dataloader_num_workers",
+        str(args.workers),
+        "--batch_size",
+        str(args.batch_size),
+        "--g_channels",
+        str(args.channels),
+        "--d_channels",
+        str(args.channels),
+        "--z_dim",
+        "64",
+        "--sample_every",
+        "0",
+        "--checkpointing_steps",
+        "0",
+        "--log_every",
+        "1000000",
+        "--max_steps",
+        "1000000",
+        "--cpu",
+        "--overwrite_output_dir",
+    ]
 
 
 def measure(argv: List[str], out_dir: Path, threads: int, warmup: int, steps: int) -> Dict[str, float]:
     """Run :func:`child` in a fresh interpreter and return its figures."""
-    env = {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads),
-           "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    env = {
+        **os.environ,
+        "OMP_NUM_THREADS": str(threads),
+        "MKL_NUM_THREADS": str(threads),
+        "PYTHONPATH": str(Path(__file__).resolve().parents[1]),
+    }
     code = "import sys, json; from benchmarks.data import child; child(json.loads(sys.argv[1]))"
-    spec = {"argv": [*argv, "--output_dir", str(out_dir)], "threads": threads, "warmup": warmup, "steps": steps,
-            "t_start": time.time()}
+    spec = {
+        "argv": [*argv, "--output_dir", str(out_dir)],
+        "threads": threads,
+        "warmup": warmup,
+        "steps": steps,
+        "t_start": time.time(),
+    }
     proc = subprocess.run([sys.executable, "-c", code, json.dumps(spec)], env=env, capture_output=True, text=True)
     if proc.returncode != 0:
         raise RuntimeError(f"benchmark child failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}")
@@ -105,15 +144,19 @@ def child(spec: dict) -> None:
         in_memory = trainer.data.in_memory
         trainer.run.logger.close()
         del trainer
-        gc.collect()   # shuts persistent DataLoader workers down, so their peak RSS is counted below
+        gc.collect()  # shuts persistent DataLoader workers down, so their peak RSS is counted below
     kb = 1024 if sys.platform != "darwin" else 1
-    print(json.dumps({
-        "in_memory": in_memory,
-        "seconds_to_first_step": first_step,
-        "img_per_s": spec["steps"] * train.batch_size / seconds,
-        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * kb / 2**20,
-        "peak_rss_children_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * kb / 2**20,
-    }))
+    print(
+        json.dumps(
+            {
+                "in_memory": in_memory,
+                "seconds_to_first_step": first_step,
+                "img_per_s": spec["steps"] * train.batch_size / seconds,
+                "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * kb / 2**20,
+                "peak_rss_children_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * kb / 2**20,
+            }
+        )
+    )
 
 
 def run_data_bench(args, print_fn=print) -> dict:
@@ -131,12 +174,19 @@ def run_data_bench(args, print_fn=print) -> dict:
     t0 = time.perf_counter()
     generate_folder(big, args.num_images, args.image_size, args.processes, seed=0)
     generate_folder(small, args.small_num_images, args.image_size, args.processes, seed=1)
-    print_fn(f"generated {args.num_images} + {args.small_num_images} JPEGs of {args.image_size} px in "
-             f"{time.perf_counter() - t0:.1f} s ({args.processes} processes) under {work}")
+    print_fn(
+        f"generated {args.num_images} + {args.small_num_images} JPEGs of {args.image_size} px in "
+        f"{time.perf_counter() - t0:.1f} s ({args.processes} processes) under {work}"
+    )
 
     def run(name, folder, cache_dir, mode, steps=args.steps):
-        figures = measure(child_argv(folder, cache_dir, mode, args), work / "runs" / name, args.threads, args.warmup, steps)
-        print_fn(f"{name:34s} " + ", ".join(f"{k} {v:.2f}" if isinstance(v, float) else f"{k} {v}" for k, v in figures.items()))
+        figures = measure(
+            child_argv(folder, cache_dir, mode, args), work / "runs" / name, args.threads, args.warmup, steps
+        )
+        print_fn(
+            f"{name:34s} "
+            + ", ".join(f"{k} {v:.2f}" if isinstance(v, float) else f"{k} {v}" for k, v in figures.items())
+        )
         return figures
 
     out: Dict[str, object] = {"config": {k: v for k, v in vars(args).items()}}
@@ -145,11 +195,14 @@ def run_data_bench(args, print_fn=print) -> dict:
     out["memory_second_run"] = run("in memory, from the cache", big, cache, "yes")
     out["memory_no_cache"] = run("in memory, no cache (decode)", big, "none", "yes", steps=2)
     speed_mem, speed_stream = [], []
-    for rep in range(args.reps):   # interleaved, so machine noise hits both modes alike
+    for rep in range(args.reps):  # interleaved, so machine noise hits both modes alike
         speed_mem.append(run(f"in memory, throughput #{rep + 1}", big, cache, "yes")["img_per_s"])
         speed_stream.append(run(f"stream, throughput #{rep + 1}", big, cache, "no")["img_per_s"])
-    out["img_per_s"] = {"in_memory": summary(speed_mem), "stream": summary(speed_stream),
-                        "stream_over_memory": summary(ratios(speed_stream, speed_mem))}
+    out["img_per_s"] = {
+        "in_memory": summary(speed_mem),
+        "stream": summary(speed_stream),
+        "stream_over_memory": summary(ratios(speed_stream, speed_mem)),
+    }
     run("stream, small, first run", small, cache, "no", steps=2)
     out["rss_mb"] = {}
     for label, folder in ((args.small_num_images, small), (args.num_images, big)):
@@ -165,16 +218,42 @@ def report(out: dict) -> str:
     cfg, rss, speed = out["config"], out["rss_mb"], out["img_per_s"]
     n, m = cfg["num_images"], cfg["small_num_images"]
     rows = [
-        ("time to first step, streamed, first run (decode cache built)", f"{out['stream_first_run']['seconds_to_first_step']:.1f} s"),
-        ("time to first step, streamed, second run (cache opened)", f"{out['stream_second_run']['seconds_to_first_step']:.1f} s"),
-        ("time to first step, in memory, second run (read from the cache)", f"{out['memory_second_run']['seconds_to_first_step']:.1f} s"),
-        ("time to first step, in memory, no cache (decoded in the run)", f"{out['memory_no_cache']['seconds_to_first_step']:.1f} s"),
-        (f"peak RSS in memory, {m:,} / {n:,} images", f"{rss[f'in_memory_{m}']['main']:.0f} / {rss[f'in_memory_{n}']['main']:.0f} MB"),
-        (f"peak RSS streamed, {m:,} / {n:,} images (trainer)", f"{rss[f'stream_{m}']['main']:.0f} / {rss[f'stream_{n}']['main']:.0f} MB"),
-        (f"peak RSS streamed, {m:,} / {n:,} images (each worker)", f"{rss[f'stream_{m}']['workers']:.0f} / {rss[f'stream_{n}']['workers']:.0f} MB"),
-        ("img/s in memory / streamed (median)", f"{speed['in_memory']['median']:.0f} / {speed['stream']['median']:.0f}"),
-        ("streamed img/s as a ratio of in memory (median, min-max)",
-         f"{speed['stream_over_memory']['median']:.2f} ({speed['stream_over_memory']['min']:.2f}-{speed['stream_over_memory']['max']:.2f})"),
+        (
+            "time to first step, streamed, first run (decode cache built)",
+            f"{out['stream_first_run']['seconds_to_first_step']:.1f} s",
+        ),
+        (
+            "time to first step, streamed, second run (cache opened)",
+            f"{out['stream_second_run']['seconds_to_first_step']:.1f} s",
+        ),
+        (
+            "time to first step, in memory, second run (read from the cache)",
+            f"{out['memory_second_run']['seconds_to_first_step']:.1f} s",
+        ),
+        (
+            "time to first step, in memory, no cache (decoded in the run)",
+            f"{out['memory_no_cache']['seconds_to_first_step']:.1f} s",
+        ),
+        (
+            f"peak RSS in memory, {m:,} / {n:,} images",
+            f"{rss[f'in_memory_{m}']['main']:.0f} / {rss[f'in_memory_{n}']['main']:.0f} MB",
+        ),
+        (
+            f"peak RSS streamed, {m:,} / {n:,} images (trainer)",
+            f"{rss[f'stream_{m}']['main']:.0f} / {rss[f'stream_{n}']['main']:.0f} MB",
+        ),
+        (
+            f"peak RSS streamed, {m:,} / {n:,} images (each worker)",
+            f"{rss[f'stream_{m}']['workers']:.0f} / {rss[f'stream_{n}']['workers']:.0f} MB",
+        ),
+        (
+            "img/s in memory / streamed (median)",
+            f"{speed['in_memory']['median']:.0f} / {speed['stream']['median']:.0f}",
+        ),
+        (
+            "streamed img/s as a ratio of in memory (median, min-max)",
+            f"{speed['stream_over_memory']['median']:.2f} ({speed['stream_over_memory']['min']:.2f}-{speed['stream_over_memory']['max']:.2f})",
+        ),
     ]
     width = max(len(r[0]) for r in rows)
     return "\n".join(f"| {a:{width}s} | {b} |" for a, b in rows)

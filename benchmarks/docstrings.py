@@ -11,6 +11,7 @@ real text offline::
 
     python -m benchmarks.docstrings --output_dir data/docstrings
 """
+
 from __future__ import annotations
 
 import ast
@@ -60,9 +61,12 @@ def file_docstrings(path: Path, kinds: Tuple[type, ...] = (ast.Module, *DEFINITI
 def docstrings_of(folder: Path) -> List[str]:
     """Docstrings of every module, class and function under ``folder`` (tests excluded), in a
     stable order."""
-    return [doc for path in sorted(folder.rglob("*.py"))
-            if not any(part in TEST_FOLDERS for part in path.relative_to(folder).parts)
-            for doc in file_docstrings(path)]
+    return [
+        doc
+        for path in sorted(folder.rglob("*.py"))
+        if not any(part in TEST_FOLDERS for part in path.relative_to(folder).parts)
+        for doc in file_docstrings(path)
+    ]
 
 
 def make_docstring_rows(root: Optional[Path] = None, packages: Dict[str, Sequence[str]] = PACKAGES) -> List[dict]:
@@ -102,7 +106,10 @@ def make_docstring_corpus(folder: Path, validation_share: float = 0.2, seed: int
     train, validation = split_rows(rows, validation_share, seed)
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    return {"train": write_rows(folder / "train.csv", train), "validation": write_rows(folder / "validation.jsonl", validation)}
+    return {
+        "train": write_rows(folder / "train.csv", train),
+        "validation": write_rows(folder / "validation.jsonl", validation),
+    }
 
 
 def main(argv=None) -> int:

@@ -5,6 +5,7 @@ Both train DCGAN (BatchNorm G and D, non-saturating loss, Adam, EMA of G) on sci
 digits, one D update then one G update per batch. Set-up and ``warmup`` steps are not timed; the
 toolkit's end-of-run files (checkpoint, sample grid) are timed separately and reported beside.
 """
+
 from __future__ import annotations
 
 import copy
@@ -30,9 +31,9 @@ class GANBenchSetup:
     lr: float = 2e-4
     betas: tuple = (0.5, 0.999)
     ema_decay: float = 0.999
-    rounds: int = 8          # interleaved rounds; each contender runs one chunk per round
-    chunk: int = 4           # timed G updates per contender per round
-    warmup: int = 3          # untimed updates first (allocations, autotuning, compilation)
+    rounds: int = 8  # interleaved rounds; each contender runs one chunk per round
+    chunk: int = 4  # timed G updates per contender per round
+    warmup: int = 3  # untimed updates first (allocations, autotuning, compilation)
     log_every: int = 20
     seed: int = 0
     cpu: bool = True
@@ -45,8 +46,14 @@ def load_digits(setup: GANBenchSetup):
 
 
 # ---- the toolkit ---------------------------------------------------------------------------
-def build_toolkit(setup: GANBenchSetup, out_dir: Path, *, channels_last: bool = False, mixed_precision: str = "no",
-                  compile: bool = False):
+def build_toolkit(
+    setup: GANBenchSetup,
+    out_dir: Path,
+    *,
+    channels_last: bool = False,
+    mixed_precision: str = "no",
+    compile: bool = False,
+):
     """A GANTrainer exactly as ``train_gan.py`` builds it, with periodic files off."""
     from gan_accel.config import RunArguments
     from gan_accel.gan.config import GANDataArguments, GANModelArguments, GANTrainArguments
@@ -54,13 +61,31 @@ def build_toolkit(setup: GANBenchSetup, out_dir: Path, *, channels_last: bool = 
 
     reset_accelerate()
     data = GANDataArguments(dataset="digits", image_size=setup.image_size, channels=1)
-    model = GANModelArguments(arch="dcgan", z_dim=setup.z_dim, g_channels=setup.g_channels, d_channels=setup.d_channels)
-    train = GANTrainArguments(batch_size=setup.batch_size, max_steps=setup.warmup + setup.rounds * setup.chunk, lr_g=setup.lr,
-                              lr_d=setup.lr, adam_beta1=setup.betas[0], adam_beta2=setup.betas[1],
-                              ema_decay=setup.ema_decay, sample_every=0, num_sample_images=16,
-                              channels_last=channels_last, compile=compile)
-    run = RunArguments(output_dir=str(out_dir), overwrite_output_dir=True, seed=setup.seed, log_every=setup.log_every,
-                       checkpointing_steps=0, mixed_precision=mixed_precision, cpu=setup.cpu)
+    model = GANModelArguments(
+        arch="dcgan", z_dim=setup.z_dim, g_channels=setup.g_channels, d_channels=setup.d_channels
+    )
+    train = GANTrainArguments(
+        batch_size=setup.batch_size,
+        max_steps=setup.warmup + setup.rounds * setup.chunk,
+        lr_g=setup.lr,
+        lr_d=setup.lr,
+        adam_beta1=setup.betas[0],
+        adam_beta2=setup.betas[1],
+        ema_decay=setup.ema_decay,
+        sample_every=0,
+        num_sample_images=16,
+        channels_last=channels_last,
+        compile=compile,
+    )
+    run = RunArguments(
+        output_dir=str(out_dir),
+        overwrite_output_dir=True,
+        seed=setup.seed,
+        log_every=setup.log_every,
+        checkpointing_steps=0,
+        mixed_precision=mixed_precision,
+        cpu=setup.cpu,
+    )
     return GANTrainer(data, model, train, run)
 
 
@@ -122,8 +147,15 @@ class PlainGAN:
 
         self.setup, self.device = setup, torch.device(device)
         torch.manual_seed(setup.seed)
-        self.G, self.D = build_models("dcgan", z_dim=setup.z_dim, channels=images_u8.shape[1], image_size=setup.image_size,
-                                      g_channels=setup.g_channels, d_channels=setup.d_channels, d_norm="batch")
+        self.G, self.D = build_models(
+            "dcgan",
+            z_dim=setup.z_dim,
+            channels=images_u8.shape[1],
+            image_size=setup.image_size,
+            g_channels=setup.g_channels,
+            d_channels=setup.d_channels,
+            d_norm="batch",
+        )
         fmt = torch.channels_last if channels_last else torch.contiguous_format
         self.G.to(self.device, memory_format=fmt)
         self.D.to(self.device, memory_format=fmt)
@@ -203,8 +235,13 @@ class PlainContender:
 def _named(G, D, ema) -> Dict[str, torch.Tensor]:
     out = {}
     for prefix, module in (("G", G), ("D", D), ("ema", ema)):
-        out.update({f"{prefix}.{k}": v.detach().float().cpu() for k, v in module.state_dict().items()
-                    if v.is_floating_point()})
+        out.update(
+            {
+                f"{prefix}.{k}": v.detach().float().cpu()
+                for k, v in module.state_dict().items()
+                if v.is_floating_point()
+            }
+        )
     return out
 
 
@@ -224,9 +261,19 @@ def scratch_dir() -> Path:
     return Path(tempfile.mkdtemp(prefix="gan_accel_bench_"))
 
 
-__all__ = ["GANBenchSetup", "bench_gan", "PlainContender", "PlainGAN", "ToolkitContender", "build_toolkit", "device_of", "load_digits",
-           "max_abs_diff", "scratch_dir", "toolkit_weights"]
-
+__all__ = [
+    "GANBenchSetup",
+    "bench_gan",
+    "PlainContender",
+    "PlainGAN",
+    "ToolkitContender",
+    "build_toolkit",
+    "device_of",
+    "load_digits",
+    "max_abs_diff",
+    "scratch_dir",
+    "toolkit_weights",
+]
 
 
 # ---- the comparison ----------------------------------------------------------------------------
@@ -240,7 +287,9 @@ VARIANTS = {  # toolkit variants measured against the toolkit's default (fp32, N
 }
 
 
-def bench_gan(setup: GANBenchSetup, variants=("channels_last", "bf16"), log=print, export_to: Optional[Path] = None) -> dict:
+def bench_gan(
+    setup: GANBenchSetup, variants=("channels_last", "bf16"), log=print, export_to: Optional[Path] = None
+) -> dict:
     """Interleave the contenders chunk by chunk (alternating the order each round) and report
     images/s (median and spread over rounds), per-round ratios, and the weight check."""
     from .common import ratios, summary
@@ -261,7 +310,7 @@ def bench_gan(setup: GANBenchSetup, variants=("channels_last", "bf16"), log=prin
     seconds = {name: [] for name in contenders}
     order = list(contenders)
     for r in range(setup.rounds):
-        for name in (order if r % 2 == 0 else order[::-1]):
+        for name in order if r % 2 == 0 else order[::-1]:
             synchronize(device)
             t0 = time.perf_counter()
             contenders[name].advance(setup.chunk)
@@ -273,9 +322,23 @@ def bench_gan(setup: GANBenchSetup, variants=("channels_last", "bf16"), log=prin
     diff = max_abs_diff(contenders["toolkit"].weights(), contenders["plain"].weights())
     io_seconds = contenders["toolkit"].end_of_run_io()
     out = {
-        "device": str(device), "threads": torch.get_num_threads(),
-        "setup": {k: getattr(setup, k) for k in ("image_size", "batch_size", "z_dim", "g_channels", "d_channels",
-                                                   "rounds", "chunk", "warmup", "log_every", "seed")},
+        "device": str(device),
+        "threads": torch.get_num_threads(),
+        "setup": {
+            k: getattr(setup, k)
+            for k in (
+                "image_size",
+                "batch_size",
+                "z_dim",
+                "g_channels",
+                "d_channels",
+                "rounds",
+                "chunk",
+                "warmup",
+                "log_every",
+                "seed",
+            )
+        },
         "images_per_s": {name: summary(v) for name, v in ips.items()},
         "ratio_vs_plain": summary(ratios(ips["toolkit"], ips["plain"])),
         "weights_max_abs_diff": diff,
@@ -283,7 +346,9 @@ def bench_gan(setup: GANBenchSetup, variants=("channels_last", "bf16"), log=prin
         "warmup_seconds": warmup_seconds,
         "end_of_run_io_seconds": io_seconds,
     }
-    out["variant_ratio_vs_toolkit"] = {name: summary(ratios(ips[f"toolkit_{name}"], ips["toolkit"])) for name in variants}
+    out["variant_ratio_vs_toolkit"] = {
+        name: summary(ratios(ips[f"toolkit_{name}"], ips["toolkit"])) for name in variants
+    }
     if export_to is not None:  # the toolkit's generator, for the sampling benchmark
         from .sampling import export_generator
 

@@ -7,6 +7,7 @@ wall seconds of the whole process, the training process's peak resident memory (
 ``memory/peak_mb``; per process for the multi-process variants),
 and the final accuracy. Ratios are against the baseline of the same run.
 """
+
 from __future__ import annotations
 
 import json
@@ -38,7 +39,7 @@ VARIANTS: Dict[str, tuple] = {
 class KnobSetup:
     n_train: int = 2000
     n_val: int = 200
-    sentences_per_text: int = 4   # longer texts, so activations (what checkpointing saves) matter
+    sentences_per_text: int = 4  # longer texts, so activations (what checkpointing saves) matter
     dim: int = 128
     n_layers: int = 4
     n_heads: int = 4
@@ -68,24 +69,66 @@ def make_inputs(setup: KnobSetup, folder: Path) -> Dict[str, Path]:
 
     train = write_rows(folder / "train.csv", long_rows(setup.n_train, 1))
     val = write_rows(folder / "validation.csv", long_rows(setup.n_val, 2))
-    model = make_tiny_model(TinyModelArguments(train_file=str(train), output_dir=str(folder / "model"), vocab_size=500,
-                                               dim=setup.dim, n_layers=setup.n_layers, n_heads=setup.n_heads,
-                                               max_position_embeddings=setup.max_length))
+    model = make_tiny_model(
+        TinyModelArguments(
+            train_file=str(train),
+            output_dir=str(folder / "model"),
+            vocab_size=500,
+            dim=setup.dim,
+            n_layers=setup.n_layers,
+            n_heads=setup.n_heads,
+            max_position_embeddings=setup.max_length,
+        )
+    )
     return {"train": train, "validation": val, "model": model}
 
 
 def run_variant(name: str, setup: KnobSetup, inputs: Dict[str, Path], out: Path) -> dict:
     flags, processes = VARIANTS[name]
-    argv = ["--train_file", str(inputs["train"]), "--validation_file", str(inputs["validation"]),
-            "--model_name_or_path", str(inputs["model"]), "--output_dir", str(out), "--overwrite_output_dir",
-            "--num_train_epochs", "1", "--batch_size", str(setup.batch_size), "--max_length", str(setup.max_length),
-            "--learning_rate", str(setup.learning_rate), "--checkpointing_steps", "0", "--log_every", "5", *flags]
+    argv = [
+        "--train_file",
+        str(inputs["train"]),
+        "--validation_file",
+        str(inputs["validation"]),
+        "--model_name_or_path",
+        str(inputs["model"]),
+        "--output_dir",
+        str(out),
+        "--overwrite_output_dir",
+        "--num_train_epochs",
+        "1",
+        "--batch_size",
+        str(setup.batch_size),
+        "--max_length",
+        str(setup.max_length),
+        "--learning_rate",
+        str(setup.learning_rate),
+        "--checkpointing_steps",
+        "0",
+        "--log_every",
+        "5",
+        *flags,
+    ]
     script = str(ROOT / "scripts" / "train_classifier.py")
-    env = {**os.environ, "OMP_NUM_THREADS": str(setup.threads), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
-           "TQDM_DISABLE": "1"}
+    env = {
+        **os.environ,
+        "OMP_NUM_THREADS": str(setup.threads),
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+        "TQDM_DISABLE": "1",
+    }
     if processes > 1:
         env["ACCELERATE_USE_CPU"] = "1"
-        cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", str(processes), script, *argv]
+        cmd = [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--standalone",
+            "--nproc_per_node",
+            str(processes),
+            script,
+            *argv,
+        ]
     else:
         cmd = [sys.executable, script, *argv]
     t0 = time.perf_counter()
@@ -103,9 +146,14 @@ def run_variant(name: str, setup: KnobSetup, inputs: Dict[str, Path], out: Path)
     # process is the launcher, so the logged figure is the one that counts (per process).
     logged = [r["memory/peak_mb"] for r in records if "memory/peak_mb" in r]
     peak_mb = max(logged) if logged else usage.ru_maxrss / 1024
-    return {"flags": " ".join(flags), "processes": processes, "wall_seconds": seconds,
-            "samples_per_s": statistics.median(throughput) if throughput else float("nan"),
-            "peak_rss_mb": peak_mb, "accuracy": results["final"].get("eval/accuracy")}
+    return {
+        "flags": " ".join(flags),
+        "processes": processes,
+        "wall_seconds": seconds,
+        "samples_per_s": statistics.median(throughput) if throughput else float("nan"),
+        "peak_rss_mb": peak_mb,
+        "accuracy": results["final"].get("eval/accuracy"),
+    }
 
 
 def bench_knobs(setup: KnobSetup, folder: Path, names: List[str], log=print) -> dict:
@@ -113,8 +161,10 @@ def bench_knobs(setup: KnobSetup, folder: Path, names: List[str], log=print) -> 
     out = {}
     for name in names:
         out[name] = run_variant(name, setup, inputs, folder / f"run_{name}")
-        log(f"  {name}: {out[name]['samples_per_s']:.1f} samples/s, peak {out[name]['peak_rss_mb']:.0f} MB, "
-            f"acc {out[name]['accuracy']:.3f}")
+        log(
+            f"  {name}: {out[name]['samples_per_s']:.1f} samples/s, peak {out[name]['peak_rss_mb']:.0f} MB, "
+            f"acc {out[name]['accuracy']:.3f}"
+        )
     base = out.get("baseline")
     if base:
         for res in out.values():

@@ -1,4 +1,5 @@
 """Run the selected benchmarks, print one table, write the JSON."""
+
 from __future__ import annotations
 
 import json
@@ -25,8 +26,14 @@ def machine() -> Dict[str, object]:
         isa = []
     import os
 
-    info = {"cpu": cpu, "cpu_isa": isa, "logical_cpus": os.cpu_count(), "torch": torch.__version__,
-            "python": platform.python_version(), "threads": torch.get_num_threads()}
+    info = {
+        "cpu": cpu,
+        "cpu_isa": isa,
+        "logical_cpus": os.cpu_count(),
+        "torch": torch.__version__,
+        "python": platform.python_version(),
+        "threads": torch.get_num_threads(),
+    }
     try:
         import accelerate
         import transformers
@@ -51,11 +58,21 @@ def run_benchmark(args, command: str = "", log: Callable[[str], None] = print) -
     cpu = args.device == "cpu"
     result: Dict[str, object] = {"machine": machine(), "command": command}
     if "gan" in parts or "sampling" in parts:
-        setup = GANBenchSetup(image_size=args.gan_image_size, batch_size=args.gan_batch_size, rounds=args.gan_rounds,
-                              chunk=args.gan_chunk, warmup=args.gan_warmup, seed=args.seed, cpu=cpu,
-                              g_channels=args.gan_channels, d_channels=args.gan_channels)
+        setup = GANBenchSetup(
+            image_size=args.gan_image_size,
+            batch_size=args.gan_batch_size,
+            rounds=args.gan_rounds,
+            chunk=args.gan_chunk,
+            warmup=args.gan_warmup,
+            seed=args.seed,
+            cpu=cpu,
+            g_channels=args.gan_channels,
+            d_channels=args.gan_channels,
+        )
         variants = [v for v in args.gan_variants.split(",") if v]
-        log(f"GAN: {len(variants) + 2} contenders x {setup.rounds} rounds x {setup.chunk} steps (+{setup.warmup} warm-up)")
+        log(
+            f"GAN: {len(variants) + 2} contenders x {setup.rounds} rounds x {setup.chunk} steps (+{setup.warmup} warm-up)"
+        )
         result["gan"] = bench_gan(setup, variants, log=log, export_to=work / "generator")
     if "classifier" in parts:
         from .corpora import default_setup
@@ -69,8 +86,15 @@ def run_benchmark(args, command: str = "", log: Callable[[str], None] = print) -
             log(f"Classifier on {corpus}: toolkit vs transformers.Trainer (defaults, group_by_length) x {setup.reps}")
             result["classifier"][corpus] = bench_classifier(setup, work / "classifier" / corpus, log=log)
     if "sampling" in parts:
-        result["sampling"] = bench_sampling(work / "generator", args.sample_images, args.sample_batch_size,
-                                            args.sample_reps, work / "samples", device=args.device, log=log)
+        result["sampling"] = bench_sampling(
+            work / "generator",
+            args.sample_images,
+            args.sample_batch_size,
+            args.sample_reps,
+            work / "samples",
+            device=args.device,
+            log=log,
+        )
     return result
 
 
@@ -86,7 +110,13 @@ def table(result: dict) -> str:
         rows.append(("GAN plain PyTorch loop", "img/s", _fmt(ips["plain"])))
         rows.append(("GAN toolkit (Engine.train_loop)", "img/s", _fmt(ips["toolkit"])))
         rows.append(("  ratio toolkit / plain", "x", _fmt(g["ratio_vs_plain"], 3)))
-        rows.append(("  max |weight diff| (G, D, EMA)", "", f"{g['weights_max_abs_diff']:.3g} after {g['steps_compared']} steps"))
+        rows.append(
+            (
+                "  max |weight diff| (G, D, EMA)",
+                "",
+                f"{g['weights_max_abs_diff']:.3g} after {g['steps_compared']} steps",
+            )
+        )
         for name, s in g["variant_ratio_vs_toolkit"].items():
             rows.append((f"  toolkit --{name} / toolkit", "x", _fmt(s, 3)))
         rows.append(("  end-of-run checkpoint + grid (once)", "s", f"{g['end_of_run_io_seconds']:.2f}"))
@@ -104,15 +134,25 @@ def table(result: dict) -> str:
 
 def classifier_rows(corpus: str, c: dict) -> List[tuple]:
     sps, acc, pad = c["samples_per_s"], c["accuracy"], c["padding_fraction"]
-    names = {"trainer": "transformers.Trainer (defaults)", "trainer_grouped": "Trainer group_by_length",
-             "toolkit": "toolkit (ClassifierTrainer)"}
+    names = {
+        "trainer": "transformers.Trainer (defaults)",
+        "trainer_grouped": "Trainer group_by_length",
+        "toolkit": "toolkit (ClassifierTrainer)",
+    }
     rows = [(f"Classifier, {corpus} corpus", "", "")]
     for key, label in names.items():
-        rows.append((f"  {label}", "samples/s", f"{_fmt(sps[key])}  acc {acc[key]['median']:.4f}  "
-                                                f"padding {100 * pad[key]:.0f}%"))
+        rows.append(
+            (
+                f"  {label}",
+                "samples/s",
+                f"{_fmt(sps[key])}  acc {acc[key]['median']:.4f}  padding {100 * pad[key]:.0f}%",
+            )
+        )
     rows.append(("  ratio toolkit / Trainer defaults", "x", _fmt(c["ratio_vs_trainer"], 3)))
     rows.append(("  ratio toolkit / Trainer group_by_length", "x", _fmt(c["ratio_vs_trainer_grouped"], 3)))
-    rows.append(("  same, the toolkit's exports left out", "x", _fmt(c["ratio_vs_trainer_grouped_without_exports"], 3)))
+    rows.append(
+        ("  same, the toolkit's exports left out", "x", _fmt(c["ratio_vs_trainer_grouped_without_exports"], 3))
+    )
     return rows
 
 

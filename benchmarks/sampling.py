@@ -1,5 +1,6 @@
 """Sampling throughput along ``scripts/sample_gan.py``'s path: load the exported generator,
 ``generate_images`` in batches, and (end to end) write the PNG files."""
+
 from __future__ import annotations
 
 import shutil
@@ -9,8 +10,9 @@ from pathlib import Path
 from .common import summary, synchronize
 
 
-def bench_sampling(generator_dir: Path, num_images: int, batch_size: int, reps: int, out_dir: Path, device="cpu",
-                   log=print) -> dict:
+def bench_sampling(
+    generator_dir: Path, num_images: int, batch_size: int, reps: int, out_dir: Path, device="cpu", log=print
+) -> dict:
     from gan_accel.models import load_generator
     from gan_accel.sampling import generate_images, save_individual
 
@@ -28,10 +30,17 @@ def bench_sampling(generator_dir: Path, num_images: int, batch_size: int, reps: 
         generate.append(num_images / (t1 - t0))
         end_to_end.append(num_images / (t2 - t0))
         shutil.rmtree(out_dir, ignore_errors=True)
-        log(f"  sampling rep {r + 1}/{reps}: generate {generate[-1]:.0f} img/s, with PNG files {end_to_end[-1]:.0f} img/s")
-    return {"num_images": num_images, "batch_size": batch_size, "device": str(device),
-            "image_shape": [G.channels, G.image_size, G.image_size],
-            "images_per_s": summary(generate), "images_per_s_with_png_files": summary(end_to_end)}
+        log(
+            f"  sampling rep {r + 1}/{reps}: generate {generate[-1]:.0f} img/s, with PNG files {end_to_end[-1]:.0f} img/s"
+        )
+    return {
+        "num_images": num_images,
+        "batch_size": batch_size,
+        "device": str(device),
+        "image_shape": [G.channels, G.image_size, G.image_size],
+        "images_per_s": summary(generate),
+        "images_per_s_with_png_files": summary(end_to_end),
+    }
 
 
 def export_generator(trainer, out: Path) -> Path:

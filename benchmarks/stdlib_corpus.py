@@ -11,6 +11,7 @@ Python version (3.11 here); ``make_corpus`` prints the counts.
 
     python -m benchmarks.stdlib_corpus --output_dir data/stdlib
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -26,12 +27,56 @@ from .docstrings import DEFINITIONS, TEST_FOLDERS, file_docstrings
 
 FAMILIES: Dict[str, tuple] = {
     "gui": ("tkinter", "idlelib", "turtle", "turtledemo"),
-    "network": ("email", "http", "urllib", "mailbox", "imaplib", "smtplib", "poplib", "ftplib", "nntplib",
-                "wsgiref", "xmlrpc", "socket", "socketserver", "ssl", "mimetypes", "webbrowser"),
-    "concurrency": ("asyncio", "threading", "multiprocessing", "concurrent", "queue", "subprocess", "sched",
-                    "selectors", "_threading_local", "signal"),
-    "tooling": ("unittest", "doctest", "pydoc", "inspect", "importlib", "pdb", "bdb", "dis", "trace", "profile",
-                "cProfile", "pstats", "typing", "timeit", "tracemalloc", "compileall", "py_compile", "zipimport"),
+    "network": (
+        "email",
+        "http",
+        "urllib",
+        "mailbox",
+        "imaplib",
+        "smtplib",
+        "poplib",
+        "ftplib",
+        "nntplib",
+        "wsgiref",
+        "xmlrpc",
+        "socket",
+        "socketserver",
+        "ssl",
+        "mimetypes",
+        "webbrowser",
+    ),
+    "concurrency": (
+        "asyncio",
+        "threading",
+        "multiprocessing",
+        "concurrent",
+        "queue",
+        "subprocess",
+        "sched",
+        "selectors",
+        "_threading_local",
+        "signal",
+    ),
+    "tooling": (
+        "unittest",
+        "doctest",
+        "pydoc",
+        "inspect",
+        "importlib",
+        "pdb",
+        "bdb",
+        "dis",
+        "trace",
+        "profile",
+        "cProfile",
+        "pstats",
+        "typing",
+        "timeit",
+        "tracemalloc",
+        "compileall",
+        "py_compile",
+        "zipimport",
+    ),
 }
 MIN_WORDS = 4
 
@@ -60,8 +105,9 @@ def collect(stdlib: Optional[Path] = None) -> List[dict]:
         if family:
             for text in docstrings(path):
                 seen.setdefault(text, set()).add(family)
-    return [{"text": text, "label": next(iter(families))} for text, families in sorted(seen.items())
-            if len(families) == 1]
+    return [
+        {"text": text, "label": next(iter(families))} for text, families in sorted(seen.items()) if len(families) == 1
+    ]
 
 
 def split(rows: List[dict], per_class: int, val_fraction: float, seed: int) -> Dict[str, List[dict]]:
@@ -90,8 +136,11 @@ def make_corpus(folder: Path, per_class: int = 700, val_fraction: float = 0.2, s
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     counts = {name: dict(sorted(Counter(r["label"] for r in rows).items())) for name, rows in splits.items()}
-    return {"train": write_rows(folder / "train.csv", splits["train"]),
-            "validation": write_rows(folder / "validation.csv", splits["validation"]), "counts": counts}
+    return {
+        "train": write_rows(folder / "train.csv", splits["train"]),
+        "validation": write_rows(folder / "validation.csv", splits["validation"]),
+        "counts": counts,
+    }
 
 
 def main(argv=None) -> int:

@@ -7,6 +7,7 @@ twice per G update, a frozen feature network F), with an EMA copy of G, checkpoi
 
 tests/test_engine_doc.py runs this file, so it cannot drift from the API.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -35,10 +36,10 @@ class AAEArguments:
     max_steps: int = field(default=20, metadata={"resume": SAME, "help": "G updates to train for."})
 
 
-def d_loss(s):                                    # s: the Step (networks, batch, shared values)
+def d_loss(s):  # s: the Step (networks, batch, shared values)
     real_logits, fake_logits = s.nets.D(s["real"]), s.nets.D(s["fake"].detach())
     loss = F.softplus(-real_logits).mean() + F.softplus(fake_logits).mean()
-    return loss, {"loss/D": loss.detach()}       # (loss, metrics): metrics stay on the device
+    return loss, {"loss/D": loss.detach()}  # (loss, metrics): metrics stay on the device
 
 
 def g_loss(s):
@@ -48,11 +49,11 @@ def g_loss(s):
 
 
 class AAE(Task):
-    project = "aae"                               # recorded in every checkpoint
-    configs = {"args": AAEArguments}              # the CLI: these flags plus the shared run flags
-    outputs = (Output("generator.pt"),)           # what --overwrite_output_dir removes besides the shared files
+    project = "aae"  # recorded in every checkpoint
+    configs = {"args": AAEArguments}  # the CLI: these flags plus the shared run flags
+    outputs = (Output("generator.pt"),)  # what --overwrite_output_dir removes besides the shared files
 
-    def read_data(self) -> None:                  # under main_process_first, before the run folder
+    def read_data(self) -> None:  # under main_process_first, before the run folder
         self.data = torch.randn(N, DIM, generator=torch.Generator().manual_seed(1))
 
     def build(self) -> Plan:
@@ -61,7 +62,7 @@ class AAE(Task):
         D = nn.Sequential(nn.Linear(DIM, 16), nn.LeakyReLU(0.2), nn.Linear(16, 1))
         streams = RandomStreams(("noise",), self.run_args.seed, acc, a.batch_size)  # named, per step, resumable
 
-        def inputs(s):                            # once per micro-batch, before the phases
+        def inputs(s):  # once per micro-batch, before the phases
             real = self.data.to(acc.device)[s.batch]
             real = real + 0.01 * streams.normal("noise", s.micro_step, DIM)
             with torch.set_grad_enabled(s.runs("G")):  # one G forward serves both phases
@@ -71,27 +72,36 @@ class AAE(Task):
         n = a.n_critic
         schedule = LRSchedule("constant", warmup_updates=2)  # counted in run steps (G updates)
         recipe = Recipe(
-            networks=[Network("G", G, optimizer="G"),     # G and E share one optimizer
-                      Network("E", E, optimizer="G"),
-                      Network("D", D, optimizer="D"),
-                      Network("F", nn.Linear(DIM, DIM))],  # no optimizer: never trains, never DDP-wrapped
-            optimizers=[Optimizer("G", adam(a.lr, (0.5, 0.999)), schedule),
-                        Optimizer("D", adam(a.lr, (0.5, 0.999)), schedule)],  # stretched n times: D's cadence
-            phases=[Phase("D", trains=["D"], loss=d_loss),
-                    Phase("G", trains=["G", "E"], frozen=["D"], loss=g_loss, every=n, offset=n - 1)],
-            progress="G",                                 # --max_steps counts G's updates
+            networks=[
+                Network("G", G, optimizer="G"),  # G and E share one optimizer
+                Network("E", E, optimizer="G"),
+                Network("D", D, optimizer="D"),
+                Network("F", nn.Linear(DIM, DIM)),
+            ],  # no optimizer: never trains, never DDP-wrapped
+            optimizers=[
+                Optimizer("G", adam(a.lr, (0.5, 0.999)), schedule),
+                Optimizer("D", adam(a.lr, (0.5, 0.999)), schedule),
+            ],  # stretched n times: D's cadence
+            phases=[
+                Phase("D", trains=["D"], loss=d_loss),
+                Phase("G", trains=["G", "E"], frozen=["D"], loss=g_loss, every=n, offset=n - 1),
+            ],
+            progress="G",  # --max_steps counts G's updates
             inputs=inputs,
         )
-        loader = DataLoader(range(N), batch_size=a.batch_size, sampler=ResumableSampler(N, seed=self.run_args.seed),
-                            drop_last=True)
+        loader = DataLoader(
+            range(N), batch_size=a.batch_size, sampler=ResumableSampler(N, seed=self.run_args.seed), drop_last=True
+        )
         return Plan(recipe, loader, a.max_steps)
 
     def hooks(self) -> list:
         self.ema = EMA(self.engine.module("G"), decay=0.9)
-        return [State("ema", self.ema),                   # saved as ema.safetensors in every checkpoint
-                Hook(lambda: self.ema.update(self.engine.module("G"), self.run.state.step), when=UPDATE)]
+        return [
+            State("ema", self.ema),  # saved as ema.safetensors in every checkpoint
+            Hook(lambda: self.ema.update(self.engine.module("G"), self.run.state.step), when=UPDATE),
+        ]
 
-    def export(self) -> None:                             # main process, once the run finished
+    def export(self) -> None:  # main process, once the run finished
         torch.save(self.ema.module.state_dict(), self.run.output_dir / "generator.pt")
 
 

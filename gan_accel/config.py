@@ -4,6 +4,7 @@ Each training path declares its own typed dataclasses; :func:`parse_config` turn
 an optional ``--config FILE`` (YAML or JSON) into instances of them. Flags given on the command
 line override values from the file, which override the dataclass defaults.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -27,18 +28,20 @@ SECRET_FIELDS = frozenset({"hub_token"})
 
 # How a field may differ between a checkpoint's run and the run that resumes it, declared in the
 # field's metadata (``metadata={"resume": ...}``), so every task's config carries its own rule:
-SAME = "same"              # cadence, length, bookkeeping or speed: the same maths and data order
+SAME = "same"  # cadence, length, bookkeeping or speed: the same maths and data order
 CHANGEABLE = "changeable"  # changes the maths of later steps but no shape and not the data order:
 #                            allowed with a warning (e.g. lower learning rates after a divergence)
-REFUSED = "refused"        # shapes, data, seed, batch size, ...: the default of a field that says nothing
+REFUSED = "refused"  # shapes, data, seed, batch size, ...: the default of a field that says nothing
 RESUME_POLICIES = (SAME, CHANGEABLE, REFUSED)
 
 
 def choice(default: Any, choices: Sequence[str], help: str, resume: str = REFUSED) -> Any:
     """A string field with argparse choices; validated again in ``__post_init__`` because values
     from a config file bypass argparse."""
-    return field(default=default, metadata={"help": f"{help} One of: {', '.join(choices)}.", "choices": list(choices),
-                                            "resume": resume})
+    return field(
+        default=default,
+        metadata={"help": f"{help} One of: {', '.join(choices)}.", "choices": list(choices), "resume": resume},
+    )
 
 
 def check_choice(flag: str, value: str, choices: Sequence[str]) -> None:
@@ -60,30 +63,98 @@ def check_positive(flag: str, value: float, allow_zero: bool = False) -> None:
 class RunArguments:
     """Settings of the shared training loop (every training path: GAN, CycleGAN, classifier, distillation)."""
 
-    output_dir: str = field(metadata={"resume": SAME, "help": "Run folder: config, metrics, checkpoints, samples, exports."})
-    overwrite_output_dir: bool = field(default=False, metadata={"resume": SAME, "help": "Delete a previous run in --output_dir instead of refusing to start."})
+    output_dir: str = field(
+        metadata={"resume": SAME, "help": "Run folder: config, metrics, checkpoints, samples, exports."}
+    )
+    overwrite_output_dir: bool = field(
+        default=False,
+        metadata={"resume": SAME, "help": "Delete a previous run in --output_dir instead of refusing to start."},
+    )
     seed: int = field(default=0, metadata={"help": "Seed for weights, data order, noise and augmentation."})
-    mixed_precision: str = choice("no", MIXED_PRECISION, "Autocast precision (fp32 is the CPU default: bf16 is slow on AVX2-only CPUs, fp16 is GPU-only).")
-    gradient_accumulation_steps: int = field(default=1, metadata={"help": "Micro-batches per optimizer update (all optimizers share this clock)."})
-    report_to: str = field(default="none", metadata={"resume": SAME, "help": "Experiment trackers besides OUTPUT_DIR/metrics.jsonl: none, all (every installed one) or a comma-separated list of tensorboard, wandb, mlflow, aim, comet_ml, clearml, dvclive, swanlab, trackio."})
-    log_every: int = field(default=20, metadata={"resume": SAME, "help": "Optimizer steps between log lines (the only host syncs of the hot loop)."})
-    checkpointing_steps: int = field(default=500, metadata={"resume": SAME, "help": "Optimizer steps between checkpoints (0: only at the end and on a signal)."})
-    checkpoints_total_limit: int = field(default=2, metadata={"resume": SAME, "help": "Complete checkpoints kept; older ones are deleted."})
-    resume_from_checkpoint: Optional[str] = field(default=None, metadata={"resume": SAME, "help": "'latest' (the newest complete checkpoint in --output_dir, or a fresh start if none) or a checkpoint folder."})
-    allow_data_change: bool = field(default=False, metadata={
-        "resume": SAME,
-        "help": "Resume even though the data differs from the checkpoint's (files, sizes, modification times, "
-                "classes), with a warning; refused without it."})
-    max_nonfinite_steps: int = field(default=10, metadata={"resume": SAME, "help": "Consecutive skipped non-finite steps before the run stops."})
-    loss_explosion_factor: float = field(default=1e3, metadata={"resume": SAME, "help": "Warn (progress bar and metrics.jsonl) when a logged loss exceeds this many times the median of its recent logged values (0: off)."})
-    loss_explosion_window: int = field(default=20, metadata={"resume": SAME, "help": "Logged values of each loss that the explosion check takes the median of."})
+    mixed_precision: str = choice(
+        "no",
+        MIXED_PRECISION,
+        "Autocast precision (fp32 is the CPU default: bf16 is slow on AVX2-only CPUs, fp16 is GPU-only).",
+    )
+    gradient_accumulation_steps: int = field(
+        default=1, metadata={"help": "Micro-batches per optimizer update (all optimizers share this clock)."}
+    )
+    report_to: str = field(
+        default="none",
+        metadata={
+            "resume": SAME,
+            "help": "Experiment trackers besides OUTPUT_DIR/metrics.jsonl: none, all (every installed one) or a comma-separated list of tensorboard, wandb, mlflow, aim, comet_ml, clearml, dvclive, swanlab, trackio.",
+        },
+    )
+    log_every: int = field(
+        default=20,
+        metadata={"resume": SAME, "help": "Optimizer steps between log lines (the only host syncs of the hot loop)."},
+    )
+    checkpointing_steps: int = field(
+        default=500,
+        metadata={"resume": SAME, "help": "Optimizer steps between checkpoints (0: only at the end and on a signal)."},
+    )
+    checkpoints_total_limit: int = field(
+        default=2, metadata={"resume": SAME, "help": "Complete checkpoints kept; older ones are deleted."}
+    )
+    resume_from_checkpoint: Optional[str] = field(
+        default=None,
+        metadata={
+            "resume": SAME,
+            "help": "'latest' (the newest complete checkpoint in --output_dir, or a fresh start if none) or a checkpoint folder.",
+        },
+    )
+    allow_data_change: bool = field(
+        default=False,
+        metadata={
+            "resume": SAME,
+            "help": "Resume even though the data differs from the checkpoint's (files, sizes, modification times, "
+            "classes), with a warning; refused without it.",
+        },
+    )
+    max_nonfinite_steps: int = field(
+        default=10, metadata={"resume": SAME, "help": "Consecutive skipped non-finite steps before the run stops."}
+    )
+    loss_explosion_factor: float = field(
+        default=1e3,
+        metadata={
+            "resume": SAME,
+            "help": "Warn (progress bar and metrics.jsonl) when a logged loss exceeds this many times the median of its recent logged values (0: off).",
+        },
+    )
+    loss_explosion_window: int = field(
+        default=20,
+        metadata={"resume": SAME, "help": "Logged values of each loss that the explosion check takes the median of."},
+    )
     cpu: bool = field(default=False, metadata={"resume": SAME, "help": "Force the CPU even when a GPU is present."})
-    push_to_hub: bool = field(default=False, metadata={"resume": SAME, "help": "Upload the export(s) with their model card to the Hugging Face Hub when the run finishes."})
-    hub_model_id: Optional[str] = field(default=None, metadata={"resume": SAME, "help": "Hub repo for --push_to_hub, as USER/NAME (a CycleGAN run pushes USER/NAME-A2B and USER/NAME-B2A)."})
-    hub_token: Optional[str] = field(default=None, metadata={"resume": SAME, "help": "Hub token for --push_to_hub (default: HF_TOKEN or `hf auth login`); never written to any file."})
-    hub_private: bool = field(default=False, metadata={"resume": SAME, "help": "Create the --hub_model_id repo as private."})
+    push_to_hub: bool = field(
+        default=False,
+        metadata={
+            "resume": SAME,
+            "help": "Upload the export(s) with their model card to the Hugging Face Hub when the run finishes.",
+        },
+    )
+    hub_model_id: Optional[str] = field(
+        default=None,
+        metadata={
+            "resume": SAME,
+            "help": "Hub repo for --push_to_hub, as USER/NAME (a CycleGAN run pushes USER/NAME-A2B and USER/NAME-B2A).",
+        },
+    )
+    hub_token: Optional[str] = field(
+        default=None,
+        metadata={
+            "resume": SAME,
+            "help": "Hub token for --push_to_hub (default: HF_TOKEN or `hf auth login`); never written to any file.",
+        },
+    )
+    hub_private: bool = field(
+        default=False, metadata={"resume": SAME, "help": "Create the --hub_model_id repo as private."}
+    )
     dry_run: bool = field(default=False, metadata={"resume": SAME, "help": "Print the resolved config and exit."})
-    debug: bool = field(default=False, metadata={"resume": SAME, "help": "Show full tracebacks instead of one-line errors."})
+    debug: bool = field(
+        default=False, metadata={"resume": SAME, "help": "Show full tracebacks instead of one-line errors."}
+    )
 
     def __post_init__(self) -> None:
         if not self.output_dir:
@@ -109,6 +180,7 @@ class RunArguments:
 
 # Renamed fields: a checkpoint written before the rename records the old name.
 RENAMED_FIELDS = {"num_warmup_steps": "warmup_steps", "eval_steps": "eval_every"}
+
 
 def load_config_file(path: str) -> dict:
     """Read a YAML or JSON config file into a flat ``{field: value}`` dict."""
@@ -142,13 +214,17 @@ def parse_config(types: Tuple[Type, ...], argv: Optional[Sequence[str]], descrip
 
     parser = _parser_class()(types, description=description)
     parser.error = _one_line_error  # argparse would print the whole usage block before the error
-    parser.add_argument("--config", default=None, help="YAML or JSON file of flag values (flags on the command line override it).")
+    parser.add_argument(
+        "--config", default=None, help="YAML or JSON file of flag values (flags on the command line override it)."
+    )
     if known.config:
         values = _rename_aliases(load_config_file(known.config), types)
         fields = {f.name for t in types for f in dataclasses.fields(t)}
         unknown = sorted(set(values) - fields)
         if unknown:
-            raise UserError(f"--config {known.config}: unknown key(s) {', '.join(unknown)}; run with --help for the valid flags")
+            raise UserError(
+                f"--config {known.config}: unknown key(s) {', '.join(unknown)}; run with --help for the valid flags"
+            )
         values = _typed_file_values(types, values, known.config)
         parser.set_defaults(**values)
         # set_defaults does not lift required=True, so a required field given in the file must be.
@@ -156,8 +232,9 @@ def parse_config(types: Tuple[Type, ...], argv: Optional[Sequence[str]], descrip
             if action.dest in values:
                 action.required = False
     try:
-        parsed = parser.parse_args_into_dataclasses(args=list(argv) if argv is not None else None,
-                                                    return_remaining_strings=True)
+        parsed = parser.parse_args_into_dataclasses(
+            args=list(argv) if argv is not None else None, return_remaining_strings=True
+        )
     except (TypeError, ValueError) as err:
         if isinstance(err, UserError):
             raise
@@ -237,8 +314,12 @@ def _typed_file_values(types: Tuple[Type, ...], values: dict, path: str) -> dict
 
 def field_aliases(types: Tuple[Type, ...]) -> dict:
     """Old spellings of renamed fields (``metadata["aliases"]``, e.g. ``--eval_steps``) -> field name."""
-    return {alias.lstrip("-"): f.name for t in types for f in dataclasses.fields(t)
-            for alias in f.metadata.get("aliases", [])}
+    return {
+        alias.lstrip("-"): f.name
+        for t in types
+        for f in dataclasses.fields(t)
+        for alias in f.metadata.get("aliases", [])
+    }
 
 
 def _rename_aliases(values: dict, types: Tuple[Type, ...]) -> dict:

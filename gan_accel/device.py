@@ -1,5 +1,6 @@
 """The ``--device`` flag of the scripts that run a model outside a training run (training runs
 leave devices to Accelerate)."""
+
 from __future__ import annotations
 
 from typing import List

@@ -1,4 +1,5 @@
 """User-facing errors: one clear line, a non-zero exit, no traceback (unless --debug)."""
+
 from __future__ import annotations
 
 import functools

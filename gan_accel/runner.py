@@ -18,6 +18,7 @@ and recipe, its hooks (samples, evaluation, EMA...) and the files it writes (``o
 how each is checked on load). ``Task.main(argv)`` is a whole training script: ``--help``,
 ``--config``, ``--dry_run`` and one-line errors.
 """
+
 from __future__ import annotations
 
 import os
@@ -46,16 +47,16 @@ class Output:
 
     name: str
     kind: str = "export"
-    label: str = ""        # how the closing line names it (default: ``name``)
-    checked: str = ""      # how it is checked when read back
+    label: str = ""  # how the closing line names it (default: ``name``)
+    checked: str = ""  # how it is checked when read back
 
 
 @dataclass
 class Plan:
     """What ``Task.build`` returns: the engine's inputs."""
 
-    recipe: object                 # engine.Recipe
-    loader: object                 # the raw training DataLoader (a resumable sampler)
+    recipe: object  # engine.Recipe
+    loader: object  # the raw training DataLoader (a resumable sampler)
     max_steps: int
     eval_loaders: Sequence = ()
 
@@ -66,10 +67,10 @@ OnUpdate = Callable[[object], None]
 class Task:
     """Subclass and declare; the runner's sequence (``start``, ``train``) is not overridden."""
 
-    project: ClassVar[str] = ""                       # recorded in every checkpoint
-    configs: ClassVar[Dict[str, type]] = {}           # attribute -> config dataclass, in CLI order
+    project: ClassVar[str] = ""  # recorded in every checkpoint
+    configs: ClassVar[Dict[str, type]] = {}  # attribute -> config dataclass, in CLI order
     outputs: ClassVar[Tuple[Output, ...]] = ()
-    unit: ClassVar[str] = "sample"                    # what the progress bar counts
+    unit: ClassVar[str] = "sample"  # what the progress bar counts
     desc: ClassVar[str] = "train"
 
     def __init__(self, *configs, on_update: Optional[OnUpdate] = None, start: bool = True) -> None:
@@ -141,14 +142,27 @@ class Task:
             self.read_data()
         self.check()
         names = (*SHARED_OUTPUTS, *(o.name for o in self.outputs))
-        self.run = TrainingRun(self.run_args, config_to_dict(*self.config_values()), project=self.project,
-                               accelerator=self.accelerator, policy=resume_policy(*self.config_types()),
-                               outputs=names, data_fingerprint=self.data_fingerprint())
+        self.run = TrainingRun(
+            self.run_args,
+            config_to_dict(*self.config_values()),
+            project=self.project,
+            accelerator=self.accelerator,
+            policy=resume_policy(*self.config_types()),
+            outputs=names,
+            data_fingerprint=self.data_fingerprint(),
+        )
         self._outputs_before = _stat_outputs(self.run.output_dir, self.outputs)
         set_seed(self.run_args.seed)  # weight init
         plan = self.build()
-        self.engine = Engine(self.run, plan.recipe, plan.loader, max_steps=plan.max_steps,
-                             eval_loaders=plan.eval_loaders, unit=self.unit, desc=self.desc)
+        self.engine = Engine(
+            self.run,
+            plan.recipe,
+            plan.loader,
+            max_steps=plan.max_steps,
+            eval_loaders=plan.eval_loaders,
+            unit=self.unit,
+            desc=self.desc,
+        )
         self.engine.add(*self.hooks())
         if self.on_update is not None:
             self.engine.add(Hook(lambda: self.on_update(self.run.state), every=1))
@@ -173,8 +187,11 @@ class Task:
     def written(self) -> List[Output]:
         """The exports this run wrote (created or replaced since it started)."""
         after = _stat_outputs(self.run.output_dir, self.outputs)
-        return [o for o in self.outputs
-                if o.kind == "export" and after[o.name] is not None and after[o.name] != self._outputs_before[o.name]]
+        return [
+            o
+            for o in self.outputs
+            if o.kind == "export" and after[o.name] is not None and after[o.name] != self._outputs_before[o.name]
+        ]
 
     # ---- the command line --------------------------------------------------------------
     @classmethod
@@ -209,4 +226,3 @@ def _stat_outputs(folder: Path, outputs: Sequence[Output]) -> Dict[str, Optional
 def closing_line(folder: Path, written: Sequence[Output]) -> str:
     names = [f"{o.label or o.name}: {Path(folder) / o.name}" for o in written]
     return f"Run folder: {folder}" + (f"  ({', '.join(names)})" if names else "")
-

@@ -1,4 +1,5 @@
 """Generating images from a generator: batches, grids and individual PNG files."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -37,8 +38,14 @@ def class_rows(images: torch.Tensor, labels: torch.Tensor, num_classes: int):
 
 
 @torch.no_grad()
-def generate_images(G: nn.Module, num_images: int, batch_size: int = 256, seed: int = 0,
-                    labels: Optional[torch.Tensor] = None, device=None) -> torch.Tensor:
+def generate_images(
+    G: nn.Module,
+    num_images: int,
+    batch_size: int = 256,
+    seed: int = 0,
+    labels: Optional[torch.Tensor] = None,
+    device=None,
+) -> torch.Tensor:
     """``num_images`` images from G (eval mode) as a float CPU tensor in [-1, 1].
 
     Unconditional G ignores ``labels``; a conditional G without labels gets uniformly drawn ones.
@@ -135,8 +142,9 @@ def interpolation_paths(latents: torch.Tensor, steps: int) -> torch.Tensor:
 
 
 @torch.no_grad()
-def generate_from_latents(G: nn.Module, z: torch.Tensor, labels: Optional[torch.Tensor],
-                          batch_size: int = 256) -> torch.Tensor:
+def generate_from_latents(
+    G: nn.Module, z: torch.Tensor, labels: Optional[torch.Tensor], batch_size: int = 256
+) -> torch.Tensor:
     """Images in [-1, 1] (float, CPU) for given latents and labels (``None`` if unconditional)."""
     device = next(G.parameters()).device
     out = []

@@ -7,6 +7,7 @@ CACHE_DIR/protocol/<id>.json, named by eval/protocol_id in a training run's metr
 Comparable results print their metrics side by side with their intervals; otherwise every field of
 the protocol that differs is listed. Exit code 0: comparable, 1: not comparable, 2: bad input.
 """
+
 # Kept for existing commands and job scripts: the command is gan_accel.cli.compare_metrics, on the PATH
 # as `gan-accel compare-metrics` once the package is installed.
 from gan_accel.cli.compare_metrics import __doc__, main  # noqa: F401 (the docstring is the --help text)

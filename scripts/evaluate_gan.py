@@ -8,6 +8,7 @@ folder) with every number's bootstrap interval and its metric protocol (compare 
 scripts/compare_metrics.py A.json B.json); --nearest adds OUTPUT_DIR/nearest.png. The domain
 classifier and the real reference statistics are cached under --cache_dir.
 """
+
 # Kept for existing commands and job scripts: the command is gan_accel.cli.evaluate_gan, on the PATH
 # as `gan-accel evaluate-gan` once the package is installed.
 from gan_accel.cli.evaluate_gan import __doc__, main  # noqa: F401 (the docstring is the --help text)

@@ -3,6 +3,7 @@ python scripts/export_onnx.py --generator RUN/generator          (writes RUN/gen
 python scripts/export_onnx.py --translator RUN/generator_A2B --output a2b.onnx
 python scripts/export_onnx.py --generator RUN/best_generator --push_to_hub --hub_model_id USER/NAME
 Needs the `onnx` extra: pip install 'gan_accel[onnx]'."""
+
 # Kept for existing commands and job scripts: the command is gan_accel.cli.export_onnx, on the PATH
 # as `gan-accel export-onnx` once the package is installed.
 from gan_accel.cli.export_onnx import __doc__, main  # noqa: F401 (the docstring is the --help text)

@@ -2,6 +2,7 @@
 one can be regenerated with --seeds), with the truncation trick, latent interpolation (a grid and
 an animated GIF) and a per-class grid:
 python scripts/sample_gan.py --generator RUN/generator --num_images N --output_dir DIR."""
+
 # Kept for existing commands and job scripts: the command is gan_accel.cli.sample_gan, on the PATH
 # as `gan-accel sample-gan` once the package is installed.
 from gan_accel.cli.sample_gan import __doc__, main  # noqa: F401 (the docstring is the --help text)

@@ -5,6 +5,7 @@
 Every image under --input_dir is resized (shorter side) and centre-cropped to the generator's
 training size, translated, and written under --output_dir with the same relative file name.
 """
+
 # Kept for existing commands and job scripts: the command is gan_accel.cli.translate, on the PATH
 # as `gan-accel translate` once the package is installed.
 from gan_accel.cli.translate import __doc__, main  # noqa: F401 (the docstring is the --help text)

@@ -4,6 +4,7 @@ The task is sentiment decided by a majority of cue words among distractors: ever
 three cues, positive and negative mixed (2-1 or 3-0), so no single token decides the label; the
 model must weigh all three. Labels are strings.
 """
+
 from __future__ import annotations
 
 import json
@@ -21,15 +22,31 @@ set_offline()  # at import, before transformers/huggingface_hub read these varia
 
 # The corpus generator lives in the library (the benchmark uses it too).
 from gan_accel.classifier.synthetic import (  # noqa: E402,F401
-    LABELS, NEGATIVE, NEUTRAL, POSITIVE, make_corpus, make_rows, make_sentence, write_rows,
+    LABELS,
+    NEGATIVE,
+    NEUTRAL,
+    POSITIVE,
+    make_corpus,
+    make_rows,
+    make_sentence,
+    write_rows,
 )
 
 
 def make_tiny(folder: Path, train_file: Path) -> Path:
     from gan_accel.classifier.tiny import TinyModelArguments, make_tiny_model
 
-    return make_tiny_model(TinyModelArguments(train_file=str(train_file), output_dir=str(folder), vocab_size=500,
-                                              dim=32, n_layers=2, n_heads=2, max_position_embeddings=64))
+    return make_tiny_model(
+        TinyModelArguments(
+            train_file=str(train_file),
+            output_dir=str(folder),
+            vocab_size=500,
+            dim=32,
+            n_layers=2,
+            n_heads=2,
+            max_position_embeddings=64,
+        )
+    )
 
 
 # ---- running the scripts and the library in-process ----------------------------------------
@@ -43,10 +60,27 @@ from helpers import load_script  # noqa: E402,F401
 
 def train_argv(corpus: dict, model_dir: Path, output_dir: Path, *extra: str) -> list:
     """Flags of a fast tiny run (learning rate suited to a randomly initialised model)."""
-    return ["--train_file", str(corpus["train"]), "--validation_file", str(corpus["validation"]),
-            "--model_name_or_path", str(model_dir), "--output_dir", str(output_dir), "--max_length", "32",
-            "--batch_size", "16", "--learning_rate", "1e-3", "--checkpointing_steps", "0", "--log_every", "5",
-            *extra]
+    return [
+        "--train_file",
+        str(corpus["train"]),
+        "--validation_file",
+        str(corpus["validation"]),
+        "--model_name_or_path",
+        str(model_dir),
+        "--output_dir",
+        str(output_dir),
+        "--max_length",
+        "32",
+        "--batch_size",
+        "16",
+        "--learning_rate",
+        "1e-3",
+        "--checkpointing_steps",
+        "0",
+        "--log_every",
+        "5",
+        *extra,
+    ]
 
 
 def train_in_process(argv: list, on_update=None) -> Path:

@@ -1,5 +1,6 @@
 """Session-wide: the decode cache (gan_accel.data.cache) of every test run goes to a temporary
 folder (removed at exit), never to the user's ~/.cache."""
+
 import atexit
 import os
 import shutil

@@ -1,4 +1,5 @@
 """Shared pieces of the CycleGAN tests: tiny flags, a tiny two-domain folder, checkpoint tensors."""
+
 from pathlib import Path
 
 import numpy as np
@@ -8,9 +9,31 @@ from safetensors.torch import load_file
 from helpers import write_png  # noqa: F401  (re-exported: the CycleGAN tests import it from here)
 
 # 16 px, 8-channel nets, 1 residual block; a pool of 3 so it fills within a few steps and swaps.
-TINY_CYCLEGAN = ["--image_size", "16", "--load_size", "18", "--g_channels", "8", "--n_blocks", "1", "--d_channels", "8",
-                 "--d_layers", "2", "--batch_size", "4", "--log_every", "1", "--sample_every", "0",
-                 "--num_sample_images", "3", "--pool_size", "3", "--no_evaluate"]
+TINY_CYCLEGAN = [
+    "--image_size",
+    "16",
+    "--load_size",
+    "18",
+    "--g_channels",
+    "8",
+    "--n_blocks",
+    "1",
+    "--d_channels",
+    "8",
+    "--d_layers",
+    "2",
+    "--batch_size",
+    "4",
+    "--log_every",
+    "1",
+    "--sample_every",
+    "0",
+    "--num_sample_images",
+    "3",
+    "--pool_size",
+    "3",
+    "--no_evaluate",
+]
 
 
 def make_domains(root: Path, num_a: int = 6, num_b: int = 10, seed: int = 0) -> Path:
@@ -19,7 +42,11 @@ def make_domains(root: Path, num_a: int = 6, num_b: int = 10, seed: int = 0) -> 
     rng = np.random.default_rng(seed)
     for name, count, base in (("trainA", num_a, 40), ("trainB", num_b, 200)):
         for i in range(count):
-            write_png(root / name / f"{i:03d}.png", np.clip(rng.normal(base, 30, (20, 20)), 0, 255).astype(np.uint8), mode="L")
+            write_png(
+                root / name / f"{i:03d}.png",
+                np.clip(rng.normal(base, 30, (20, 20)), 0, 255).astype(np.uint8),
+                mode="L",
+            )
     return root
 
 

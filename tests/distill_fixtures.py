@@ -1,5 +1,6 @@
 """Fixtures of the distillation tests: a tiny teacher fine-tuned on the synthetic corpus (by the
 classifier path itself), and running scripts/distill_classifier.py's library in-process."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -18,10 +19,27 @@ def make_teacher(folder: Path, epochs: int = 4) -> dict:
 
 def distill_argv(setup: dict, output_dir: Path, *extra: str) -> list:
     corpus = setup["corpus"]
-    return ["--train_file", str(corpus["train"]), "--validation_file", str(corpus["validation"]),
-            "--teacher_model_name_or_path", str(setup["teacher"]), "--output_dir", str(output_dir),
-            "--max_length", "32", "--batch_size", "16", "--learning_rate", "1e-3", "--checkpointing_steps", "0",
-            "--log_every", "5", *extra]
+    return [
+        "--train_file",
+        str(corpus["train"]),
+        "--validation_file",
+        str(corpus["validation"]),
+        "--teacher_model_name_or_path",
+        str(setup["teacher"]),
+        "--output_dir",
+        str(output_dir),
+        "--max_length",
+        "32",
+        "--batch_size",
+        "16",
+        "--learning_rate",
+        "1e-3",
+        "--checkpointing_steps",
+        "0",
+        "--log_every",
+        "5",
+        *extra,
+    ]
 
 
 def distill_in_process(argv: list, on_update=None):

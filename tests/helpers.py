@@ -1,4 +1,5 @@
 """Test helpers: import the thin scripts as modules so tests call ``main(argv)`` in-process."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -8,8 +9,26 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
-TINY_GAN = ["--dataset", "digits", "--image_size", "16", "--z_dim", "8", "--g_channels", "8", "--d_channels", "8",
-            "--batch_size", "32", "--log_every", "2", "--sample_every", "0", "--num_sample_images", "16"]
+TINY_GAN = [
+    "--dataset",
+    "digits",
+    "--image_size",
+    "16",
+    "--z_dim",
+    "8",
+    "--g_channels",
+    "8",
+    "--d_channels",
+    "8",
+    "--batch_size",
+    "32",
+    "--log_every",
+    "2",
+    "--sample_every",
+    "0",
+    "--num_sample_images",
+    "16",
+]
 
 
 def load_script(name: str):

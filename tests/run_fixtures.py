@@ -1,5 +1,6 @@
 """Shared by the run-folder tests: a finished tiny GAN run to copy, snapshots of folders, and
 the one-line-error assertion of the bad-input tests."""
+
 from __future__ import annotations
 
 import hashlib
@@ -58,10 +59,16 @@ class LockHolder:
     """A real second process that holds the run folder's lock until stopped."""
 
     def __init__(self, folder: Path) -> None:
-        code = ("import sys, time; from gan_accel.loop.lock import RunLock; "
-                "l = RunLock(sys.argv[1]); l.acquire(); print('locked', flush=True); time.sleep(300)")
-        self.proc = subprocess.Popen([sys.executable, "-c", code, str(folder)], stdout=subprocess.PIPE, text=True,
-                                     env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+        code = (
+            "import sys, time; from gan_accel.loop.lock import RunLock; "
+            "l = RunLock(sys.argv[1]); l.acquire(); print('locked', flush=True); time.sleep(300)"
+        )
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", code, str(folder)],
+            stdout=subprocess.PIPE,
+            text=True,
+            env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+        )
         deadline = time.time() + 60
         assert self.proc.stdout.readline().strip() == "locked" and time.time() < deadline
 

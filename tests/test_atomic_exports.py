@@ -1,5 +1,6 @@
 """Exports go through the same swap as checkpoints: a write that fails halfway leaves the previous
 export complete and loadable, and no partial folder behind."""
+
 import pytest
 import torch
 

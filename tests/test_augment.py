@@ -1,6 +1,7 @@
 """DiffAugment: the same generator state gives the same transform (real and fake alike), every
 transform is differentiable, and each does what it says; in the step and the trainer, with the
 lazy R1 schedule that shares its plumbing."""
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -89,7 +90,9 @@ def test_translation_is_a_zero_filled_shift_within_the_ratio():
     s = round(16 * 0.125)
     shifts = []
     for img, aug in zip(x, out):
-        found = [(dy, dx) for dy in range(-s, s + 1) for dx in range(-s, s + 1) if torch.equal(_shift(img, dy, dx), aug)]
+        found = [
+            (dy, dx) for dy in range(-s, s + 1) for dx in range(-s, s + 1) if torch.equal(_shift(img, dy, dx), aug)
+        ]
         assert len(found) == 1, "not a shift of the input within +-1/8 of the side"
         shifts.append(found[0])
     assert len(set(shifts)) > 3
@@ -98,12 +101,12 @@ def test_translation_is_a_zero_filled_shift_within_the_ratio():
 def test_cutout_zeroes_one_square_of_half_the_side():
     out = cutout(torch.ones(64, 1, 16, 16), seeded(2))
     zeroed = (out == 0).flatten(1).sum(1)
-    assert zeroed.max() == 8 * 8          # a full 8x8 square when it lies inside the image
-    assert (zeroed > 0).all() and (zeroed < 64).sum() > 0   # some overhang the edge
+    assert zeroed.max() == 8 * 8  # a full 8x8 square when it lies inside the image
+    assert (zeroed > 0).all() and (zeroed < 64).sum() > 0  # some overhang the edge
     for img in out[:8, 0]:
         rows, cols = (img == 0).nonzero(as_tuple=True)
         box = (rows.max() - rows.min() + 1) * (cols.max() - cols.min() + 1)
-        assert box == len(rows)           # the zeros form one rectangle
+        assert box == len(rows)  # the zeros form one rectangle
 
 
 def test_color_is_an_affine_map_per_image():
@@ -118,8 +121,10 @@ def test_color_is_an_affine_map_per_image():
 
 def test_policy_order_does_not_matter_and_bad_names_are_refused():
     x = images()
-    assert torch.equal(diff_augment(x, parse_policy("cutout, translation"), seeded(0)),
-                       diff_augment(x, parse_policy("translation,cutout"), seeded(0)))
+    assert torch.equal(
+        diff_augment(x, parse_policy("cutout, translation"), seeded(0)),
+        diff_augment(x, parse_policy("translation,cutout"), seeded(0)),
+    )
     assert parse_policy("") == () and set(parse_policy(",".join(POLICIES))) == set(POLICIES)
     with pytest.raises(ValueError, match="flip"):
         parse_policy("translation,flip")
@@ -151,7 +156,9 @@ def test_d_step_applies_augment_to_real_and_fake_alike():
     grads_aug = [p.grad.clone() for p in D.parameters()]
     D.zero_grad()
     # The same as handing D the augmented batches, each augmented with the same parameters.
-    m_direct = d_step(acc, D, diff_augment(real, ALL, seeded(11)), diff_augment(fake, ALL, seeded(11)), None, "nonsaturating")
+    m_direct = d_step(
+        acc, D, diff_augment(real, ALL, seeded(11)), diff_augment(fake, ALL, seeded(11)), None, "nonsaturating"
+    )
     assert torch.equal(m_aug["loss/D"], m_direct["loss/D"])
     assert all(torch.allclose(a, p.grad) for a, p in zip(grads_aug, D.parameters()))
     D.zero_grad()
@@ -176,11 +183,14 @@ def test_trainer_lazy_r1_phase_and_weight_per_update_window(tmp_path, monkeypatc
 
     monkeypatch.setattr(step_mod, "d_loss", spy_d_step)
     monkeypatch.setattr(step_mod, "g_loss", spy_g_step)
-    t = trainer_mod.GANTrainer(GANDataArguments(image_size=16), GANModelArguments(z_dim=8, g_channels=4, d_channels=4),
-                               GANTrainArguments(max_steps=7, batch_size=16, sample_every=0, r1_gamma=4.0, r1_interval=3,
-                                                 diffaugment="translation"),
-                               RunArguments(output_dir=str(tmp_path / "run"), checkpointing_steps=0,
-                                            gradient_accumulation_steps=accum))
+    t = trainer_mod.GANTrainer(
+        GANDataArguments(image_size=16),
+        GANModelArguments(z_dim=8, g_channels=4, d_channels=4),
+        GANTrainArguments(
+            max_steps=7, batch_size=16, sample_every=0, r1_gamma=4.0, r1_interval=3, diffaugment="translation"
+        ),
+        RunArguments(output_dir=str(tmp_path / "run"), checkpointing_steps=0, gradient_accumulation_steps=accum),
+    )
     t.train()
     d_calls = [c for c in seen if c[0] == "D"]
     assert len(d_calls) == 7 * accum

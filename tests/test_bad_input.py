@@ -2,6 +2,7 @@
 
 The GAN scripts' cases are the table in test_bad_input_gan.py; here the image decoding that must
 accept odd files, and the ``user_error`` helper."""
+
 import logging
 
 import numpy as np
@@ -9,13 +10,9 @@ import pytest
 from PIL import Image
 
 from gan_accel.data import load_image_data
-from helpers import load_script, one_line_error as user_error, write_png
+from helpers import load_script, write_png
 
 train_gan = load_script("train_gan").main  # for the user_error cases of other paths
-
-
-
-
 
 
 @pytest.fixture
@@ -53,10 +50,10 @@ def test_rgba_palette_and_16bit_images_are_converted(tmp_path):
     Image.fromarray(deep).save(root / "deep16.png")
     data = load_image_data("folder", str(root), image_size=16, channels=3)
     by_name = dict(zip(["deep16", "palette", "rgba"], data.images))
-    assert by_name["deep16"].min() == 255                       # 16-bit white stays white
+    assert by_name["deep16"].min() == 255  # 16-bit white stays white
     assert by_name["palette"][1].min() == 255 and by_name["palette"][0].max() == 0  # green
-    assert by_name["rgba"][0, 12].tolist() == [200] * 16        # opaque half keeps its red
-    assert by_name["rgba"][0, 2].tolist() == [0] * 16           # transparent half on black
+    assert by_name["rgba"][0, 12].tolist() == [200] * 16  # opaque half keeps its red
+    assert by_name["rgba"][0, 2].tolist() == [0] * 16  # transparent half on black
     assert data.labels is None
 
 

@@ -1,6 +1,7 @@
 """Bad input on the GAN path, as a table: train_gan.py, sample_gan.py and evaluate_gan.py each
 answer with exit code 2 and ONE line ``error: ...`` (no traceback) naming the flag or file, and
 leave every file already on disk as it was (same names, contents and modification times)."""
+
 import hashlib
 import json
 import logging
@@ -29,10 +30,6 @@ def snapshot(*roots):
     return out
 
 
-
-
-
-
 @pytest.fixture(scope="module")
 def exports(tmp_path_factory):
     """Folders the sample/evaluate cases point at: a 16 px grey generator export, a training
@@ -44,7 +41,9 @@ def exports(tmp_path_factory):
     (root / "run" / "config.json").write_text(json.dumps({"z_dim": 8, "channels": 1, "image_size": 16}))
     from transformers import DistilBertConfig, DistilBertForSequenceClassification
 
-    bert = DistilBertForSequenceClassification(DistilBertConfig(vocab_size=30, dim=8, n_layers=1, n_heads=2, hidden_dim=16))
+    bert = DistilBertForSequenceClassification(
+        DistilBertConfig(vocab_size=30, dim=8, n_layers=1, n_heads=2, hidden_dim=16)
+    )
     bert.save_pretrained(root / "classifier")
     only_config = root / "config_only"
     only_config.mkdir()
@@ -80,6 +79,7 @@ def config_file(text):
     def make(tmp):
         (tmp / "c.yaml").write_text(text)
         return ["--config", str(tmp / "c.yaml")]
+
     return make
 
 
@@ -111,10 +111,16 @@ TRAIN_CASES = {
     "arch choice": (["--arch", "stylegan9"], "argument --arch: invalid choice"),
     "dataset choice": (["--dataset", "imagenet"], "argument --dataset: invalid choice"),
     "channels": (["--channels", "2"], "--channels must be 1 or 3"),
-    "warmup": (["--warmup_steps", "50", "--max_steps", "10"], "--warmup_steps (50) must be smaller than --max_steps (10)"),
+    "warmup": (
+        ["--warmup_steps", "50", "--max_steps", "10"],
+        "--warmup_steps (50) must be smaller than --max_steps (10)",
+    ),
     "beta1": (["--adam_beta1", "1.5"], "--adam_beta1 must be in [0, 1)"),
     "mixed precision": (["--mixed_precision", "fp8"], "--mixed_precision/--mixed-precision: invalid choice: 'fp8'"),
-    "batch over dataset": (["--batch_size", "4096"], "--batch_size 4096 x 1 processes is larger than the dataset (1797 images)"),
+    "batch over dataset": (
+        ["--batch_size", "4096"],
+        "--batch_size 4096 x 1 processes is larger than the dataset (1797 images)",
+    ),
     "unknown flag": (["--no_such_flag", "1"], "unknown flag --no_such_flag; run with --help"),
     "typo'd flag": (["--max_stps", "5"], "unknown flag --max_stps (did you mean --max_steps?)"),
     "config is a folder": (lambda tmp: ["--config", str(tmp)], "is a folder; pass a YAML or JSON file"),
@@ -122,12 +128,22 @@ TRAIN_CASES = {
     "data_dir is a file": (lambda tmp: ["--dataset", "folder", *a_file(tmp)], "file.png: not a folder"),
     "data_dir empty": (lambda tmp: ["--dataset", "folder", *empty_folder(tmp)], "no images"),
     "data_dir unset": (["--dataset", "folder"], "--dataset folder needs --data_dir"),
-    "only corrupt images": (lambda tmp: ["--dataset", "folder", *corrupt_folder(tmp)], "none of the 3 image files could be read"),
-    "conditional unlabelled": (lambda tmp: ["--dataset", "folder", *flat_folder(tmp), "--conditional"], "--conditional needs labelled data"),
-    "conditional with a stray image": (lambda tmp: ["--dataset", "folder", *classes_and_a_stray(tmp), "--conditional"],
-                                       "has class sub-folders (cats, dogs) but also 1 image(s) at its top level"),
-    "stray image named": (lambda tmp: ["--dataset", "folder", *classes_and_a_stray(tmp), "--conditional"],
-                          "classes/stray.png), so it is read unlabelled; move them into a class sub-folder"),
+    "only corrupt images": (
+        lambda tmp: ["--dataset", "folder", *corrupt_folder(tmp)],
+        "none of the 3 image files could be read",
+    ),
+    "conditional unlabelled": (
+        lambda tmp: ["--dataset", "folder", *flat_folder(tmp), "--conditional"],
+        "--conditional needs labelled data",
+    ),
+    "conditional with a stray image": (
+        lambda tmp: ["--dataset", "folder", *classes_and_a_stray(tmp), "--conditional"],
+        "has class sub-folders (cats, dogs) but also 1 image(s) at its top level",
+    ),
+    "stray image named": (
+        lambda tmp: ["--dataset", "folder", *classes_and_a_stray(tmp), "--conditional"],
+        "classes/stray.png), so it is read unlabelled; move them into a class sub-folder",
+    ),
     "report_to unknown": (["--report_to", "mlfow"], "--report_to mlfow: unknown tracker mlfow"),
     "push_to_hub without repo": (["--push_to_hub"], "--push_to_hub needs --hub_model_id USER/NAME"),
     "mnist missing": (lambda tmp: ["--dataset", "mnist", "--data_dir", str(tmp / "mnist")], "--download"),
@@ -163,9 +179,14 @@ SAMPLE_CASES = {
     "num_images zero": (lambda e, tmp: [*gen(e), "--num_images", "0"], "--num_images must be > 0"),
     "class_grid unconditional": (lambda e, tmp: [*gen(e), "--class_grid"], "--class_grid: the generator in"),
     "truncation negative": (lambda e, tmp: [*gen(e), "--truncation", "-1"], "--truncation must be >= 0"),
-    "resample threshold zero": (lambda e, tmp: [*gen(e), "--truncation", "0", "--truncation_mode", "resample"],
-                                "--truncation must be > 0"),
-    "truncation mode": (lambda e, tmp: [*gen(e), "--truncation_mode", "clip"], "--truncation_mode/--truncation-mode: invalid choice"),
+    "resample threshold zero": (
+        lambda e, tmp: [*gen(e), "--truncation", "0", "--truncation_mode", "resample"],
+        "--truncation must be > 0",
+    ),
+    "truncation mode": (
+        lambda e, tmp: [*gen(e), "--truncation_mode", "clip"],
+        "--truncation_mode/--truncation-mode: invalid choice",
+    ),
     "seeds malformed": (lambda e, tmp: [*gen(e), "--seeds", "3,x"], "--seeds '3,x': 'x' is not a seed"),
     "seeds and num_images": (lambda e, tmp: [*gen(e), "--seeds", "1-3"], "--num_images 2 but --seeds lists 3"),
     "interpolate one step": (lambda e, tmp: [*gen(e), "--interpolate", "1"], "--interpolate must be >= 2"),
@@ -183,14 +204,17 @@ def test_sample_gan_bad_input(exports, tmp_path, capsys, case):
     assert snapshot(tmp_path, exports) == before
 
 
-@pytest.mark.parametrize("flags,match", [
-    (["--image_size", "32"], "--image_size 32: the generator in"),       # the generator is 16 px
-    (["--channels", "3"], "--channels 3: the generator in"),             # and grey
-    (["--num_images", "1"], "--num_images must be >= 2"),
-    (["--device", "cuda"], "--device cuda: no such device on this machine; this machine has: cpu"),
-    (["--device", "cuda:3"], "--device cuda:3: no such device on this machine; this machine has: cpu"),
-    (["--device", "gpu"], "--device gpu: not a device name; this machine has: cpu"),
-])
+@pytest.mark.parametrize(
+    "flags,match",
+    [
+        (["--image_size", "32"], "--image_size 32: the generator in"),  # the generator is 16 px
+        (["--channels", "3"], "--channels 3: the generator in"),  # and grey
+        (["--num_images", "1"], "--num_images must be >= 2"),
+        (["--device", "cuda"], "--device cuda: no such device on this machine; this machine has: cpu"),
+        (["--device", "cuda:3"], "--device cuda:3: no such device on this machine; this machine has: cpu"),
+        (["--device", "gpu"], "--device gpu: not a device name; this machine has: cpu"),
+    ],
+)
 def test_evaluate_gan_refuses_conflicts_at_once(exports, tmp_path, capsys, monkeypatch, flags, match):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)  # this machine as one without a GPU
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 0)
@@ -202,8 +226,17 @@ def test_evaluate_gan_refuses_conflicts_at_once(exports, tmp_path, capsys, monke
 
 
 EVALUATE_CASES = {
-    **{name: SAMPLE_CASES[name] for name in ("not an export", "missing folder", "config.json only",
-                                             "truncated weights", "run folder", "classifier folder")},
+    **{
+        name: SAMPLE_CASES[name]
+        for name in (
+            "not an export",
+            "missing folder",
+            "config.json only",
+            "truncated weights",
+            "run folder",
+            "classifier folder",
+        )
+    },
     "output_dir is a file": (lambda e, tmp: [*gen(e), "--output_dir", str(tmp / "notes.txt")], "--output_dir"),
     "bootstrap negative": (lambda e, tmp: [*gen(e), "--bootstrap", "-1"], "--bootstrap must be >= 0"),
     "nearest_rows zero": (lambda e, tmp: [*gen(e), "--nearest", "--nearest_rows", "0"], "--nearest_rows must be > 0"),
@@ -218,7 +251,7 @@ def test_evaluate_gan_bad_input(exports, tmp_path, capsys, case):
     argv = ["--cache_dir", str(tmp_path / "cache"), *flags(exports, tmp_path)]
     line = one_line_error(SCRIPTS["evaluate_gan"], argv, capsys)
     assert match in line, line
-    assert snapshot(tmp_path, exports) == before   # nothing cached, no eval_results.json
+    assert snapshot(tmp_path, exports) == before  # nothing cached, no eval_results.json
 
 
 def test_evaluate_gan_on_a_classifier_folder(exports, tmp_path, capsys):
@@ -232,6 +265,7 @@ def test_debug_flag_shows_the_traceback(tmp_path):
 
 
 # ---- inputs that must be accepted -----------------------------------------------------------
+
 
 def test_decompression_bombs_are_skipped_and_counted(tmp_path, monkeypatch, caplog):
     rng = np.random.default_rng(0)
@@ -253,5 +287,8 @@ def test_digits_in_three_channels(tmp_path):
     assert torch.equal(data.images[:, 0], data.images[:, 1]) and torch.equal(data.images[:, 0], data.images[:, 2])
     grey = load_image_data("digits", image_size=16, channels=1)
     assert torch.equal(data.images[:, :1], grey.images)
-    assert SCRIPTS["train_gan"]([*TINY_GAN, "--channels", "3", "--max_steps", "1", "--output_dir", str(tmp_path / "rgb")]) == 0
+    assert (
+        SCRIPTS["train_gan"]([*TINY_GAN, "--channels", "3", "--max_steps", "1", "--output_dir", str(tmp_path / "rgb")])
+        == 0
+    )
     assert json.loads((tmp_path / "rgb" / "generator" / "config.json").read_text())["channels"] == 3

@@ -4,9 +4,9 @@ each refused with exit code 2 and one ``error:`` line naming what changed, and l
 folder and the data exactly as they were (names, bytes, modification times). With
 ``--allow_data_change`` the resume goes on with a warning; a checkpoint from before fingerprints
 resumes with a note."""
+
 import json
 import shutil
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -26,14 +26,32 @@ def make_classes(root: Path) -> Path:
     rng = np.random.default_rng(0)
     for name, base in (("a", 60), ("b", 190)):
         for i in range(8):
-            write_png(root / name / f"{i:03d}.png", np.clip(rng.normal(base, 20, (16, 16)), 0, 255).astype(np.uint8),
-                      mode="L")
+            write_png(
+                root / name / f"{i:03d}.png",
+                np.clip(rng.normal(base, 20, (16, 16)), 0, 255).astype(np.uint8),
+                mode="L",
+            )
     return root
 
 
 def gan_argv(data: Path, out: Path, *extra: str) -> list:
-    return [*TINY_GAN, "--dataset", "folder", "--data_dir", str(data), "--conditional", "--batch_size", "8",
-            "--output_dir", str(out), "--max_steps", "2", "--checkpointing_steps", "2", *extra]
+    return [
+        *TINY_GAN,
+        "--dataset",
+        "folder",
+        "--data_dir",
+        str(data),
+        "--conditional",
+        "--batch_size",
+        "8",
+        "--output_dir",
+        str(out),
+        "--max_steps",
+        "2",
+        "--checkpointing_steps",
+        "2",
+        *extra,
+    ]
 
 
 def resume(*extra: str) -> list:
@@ -58,8 +76,11 @@ def rewrite_image(data: Path) -> None:
 
 # name -> (change to the data, text the error line must contain)
 GAN_CASES = {
-    "class renamed": (rename_class, "data_dir: class 'b' removed, class 'c' added (class ids shift); 8 images added: "
-                                    "c/000.png, c/001.png, c/002.png, ...; 8 images removed: b/000.png"),
+    "class renamed": (
+        rename_class,
+        "data_dir: class 'b' removed, class 'c' added (class ids shift); 8 images added: "
+        "c/000.png, c/001.png, c/002.png, ...; 8 images removed: b/000.png",
+    ),
     "image added": (add_image, "the data changed since this checkpoint (data_dir: 1 image added: a/new.png)"),
     "image removed": (remove_image, "(data_dir: 1 image removed: a/003.png)"),
     "image rewritten": (rewrite_image, "(data_dir: 1 image changed (size or modification time): b/001.png)"),
@@ -104,12 +125,25 @@ def test_gan_resume_on_the_same_data_then_allowed_change_then_old_checkpoint(gan
     assert "records no data fingerprint (written by an older version): the data is not checked" in printed
 
 
-@pytest.mark.parametrize("script,argv", [
-    ("gan", lambda data: gan_argv(data, data / "run1")),
-    ("gan, the data folder itself", lambda data: gan_argv(data, data)),
-    ("cyclegan", lambda data: [*TINY_CYCLEGAN, "--dataset", "folder", "--data_dir", str(data), "--output_dir",
-                               str(data / "trainA" / "out")]),
-])
+@pytest.mark.parametrize(
+    "script,argv",
+    [
+        ("gan", lambda data: gan_argv(data, data / "run1")),
+        ("gan, the data folder itself", lambda data: gan_argv(data, data)),
+        (
+            "cyclegan",
+            lambda data: [
+                *TINY_CYCLEGAN,
+                "--dataset",
+                "folder",
+                "--data_dir",
+                str(data),
+                "--output_dir",
+                str(data / "trainA" / "out"),
+            ],
+        ),
+    ],
+)
 def test_run_folder_inside_the_data_folder_is_refused_up_front(tmp_path, capsys, script, argv):
     data = make_domains(make_classes(tmp_path / "data"))
     main = train_cyclegan if script == "cyclegan" else train_gan
@@ -132,7 +166,8 @@ def test_cyclegan_resume_with_an_image_added_to_a_domain_is_refused(tmp_path, ca
 
 
 def test_classifier_and_distillation_resume_on_an_edited_training_file_are_refused(tmp_path, capsys):
-    from classifier_fixtures import load_script as load, make_corpus, make_tiny, train_argv, train_in_process
+    from classifier_fixtures import load_script as load
+    from classifier_fixtures import make_corpus, make_tiny, train_argv, train_in_process
     from distill_fixtures import distill_argv, distill_in_process
 
     corpus = make_corpus(tmp_path / "corpus", n_train=32, n_val=8)
@@ -141,8 +176,9 @@ def test_classifier_and_distillation_resume_on_an_edited_training_file_are_refus
     train_in_process(train_argv(corpus, tiny, out, "--max_steps", "2", "--checkpointing_steps", "2"))
     setup = {"corpus": corpus, "teacher": out / "model"}  # the fine-tuned tiny model teaches
     student = tmp_path / "student"
-    distill_in_process(distill_argv(setup, student, "--student_from_teacher", "--max_steps", "2",
-                                    "--checkpointing_steps", "2"))
+    distill_in_process(
+        distill_argv(setup, student, "--student_from_teacher", "--max_steps", "2", "--checkpointing_steps", "2")
+    )
     lines = Path(corpus["train"]).read_text().splitlines(keepends=True)
     Path(corpus["train"]).write_text("".join(lines[:-1]))  # one example fewer
     capsys.readouterr()  # the first runs' progress bars

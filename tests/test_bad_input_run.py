@@ -1,6 +1,7 @@
 """Bad input to the shared run machinery (flags, config files, run folders, checkpoints): each
 case exits with code 2 and one `error:` line, and leaves every file already on disk untouched
 (sizes, mtimes and contents compared) and no new run folder behind."""
+
 import json
 import os
 from pathlib import Path
@@ -40,35 +41,74 @@ def fake_classifier_checkpoint(run: Path) -> None:
 # name -> (set-up on a copy of a finished run returning extra argv, expected text in the error).
 # "{run}" and "{pid}" in the expected text are filled in per case.
 CASES = {
-    "nan lr flag": (lambda run: ["--output_dir", str(run.parent / "new"), "--lr_d", "nan"], "--lr_d must be a finite number"),
-    "inf lr flag": (lambda run: ["--output_dir", str(run.parent / "new"), "--lr_g", "inf"], "--lr_g must be a finite number"),
-    "nan lr in yaml": (lambda run: ["--output_dir", str(run.parent / "new"), "--config", str(write_yaml(run, "lr_g: .nan\n"))],
-                       "lr_g must be a finite number"),
-    "nan beta in yaml": (lambda run: ["--output_dir", str(run.parent / "new"), "--config", str(write_yaml(run, "ema_decay: .nan\n"))],
-                         "ema_decay must be a finite number"),
-    "float max_steps in yaml": (lambda run: ["--output_dir", str(run.parent / "new"), "--config", str(write_yaml(run, "max_steps: 2.7\n"))],
-                                "c.yaml: max_steps must be an integer; got 2.7"),
-    "str max_steps in yaml": (lambda run: ["--output_dir", str(run.parent / "new"), "--config", str(write_yaml(run, "max_steps: ten\n"))],
-                              "c.yaml: max_steps must be an integer; got 'ten'"),
-    "str flag in yaml": (lambda run: ["--output_dir", str(run.parent / "new"), "--config", str(write_yaml(run, "conditional: 3\n"))],
-                         "c.yaml: conditional must be true or false"),
-    "truncated safetensors": (lambda run: (truncate(run / "checkpoints/step_00000004/model_1.safetensors"),
-                                           ["--output_dir", str(run), "--resume_from_checkpoint", "latest", "--max_steps", "6"])[1],
-                              "model_1.safetensors is damaged"),
-    "truncated optimizer": (lambda run: (truncate(run / "checkpoints/step_00000004/optimizer.bin"),
-                                         ["--output_dir", str(run), "--resume_from_checkpoint", "latest", "--max_steps", "6"])[1],
-                            "--resume_from_checkpoint {run}/checkpoints/step_00000002"),
-    "refused setting on resume": (lambda run: ["--output_dir", str(run), "--resume_from_checkpoint", "latest", "--batch_size", "16"],
-                                  "trained with different settings (--batch_size 32 -> 16)"),
+    "nan lr flag": (
+        lambda run: ["--output_dir", str(run.parent / "new"), "--lr_d", "nan"],
+        "--lr_d must be a finite number",
+    ),
+    "inf lr flag": (
+        lambda run: ["--output_dir", str(run.parent / "new"), "--lr_g", "inf"],
+        "--lr_g must be a finite number",
+    ),
+    "nan lr in yaml": (
+        lambda run: ["--output_dir", str(run.parent / "new"), "--config", str(write_yaml(run, "lr_g: .nan\n"))],
+        "lr_g must be a finite number",
+    ),
+    "nan beta in yaml": (
+        lambda run: ["--output_dir", str(run.parent / "new"), "--config", str(write_yaml(run, "ema_decay: .nan\n"))],
+        "ema_decay must be a finite number",
+    ),
+    "float max_steps in yaml": (
+        lambda run: ["--output_dir", str(run.parent / "new"), "--config", str(write_yaml(run, "max_steps: 2.7\n"))],
+        "c.yaml: max_steps must be an integer; got 2.7",
+    ),
+    "str max_steps in yaml": (
+        lambda run: ["--output_dir", str(run.parent / "new"), "--config", str(write_yaml(run, "max_steps: ten\n"))],
+        "c.yaml: max_steps must be an integer; got 'ten'",
+    ),
+    "str flag in yaml": (
+        lambda run: ["--output_dir", str(run.parent / "new"), "--config", str(write_yaml(run, "conditional: 3\n"))],
+        "c.yaml: conditional must be true or false",
+    ),
+    "truncated safetensors": (
+        lambda run: (
+            truncate(run / "checkpoints/step_00000004/model_1.safetensors"),
+            ["--output_dir", str(run), "--resume_from_checkpoint", "latest", "--max_steps", "6"],
+        )[1],
+        "model_1.safetensors is damaged",
+    ),
+    "truncated optimizer": (
+        lambda run: (
+            truncate(run / "checkpoints/step_00000004/optimizer.bin"),
+            ["--output_dir", str(run), "--resume_from_checkpoint", "latest", "--max_steps", "6"],
+        )[1],
+        "--resume_from_checkpoint {run}/checkpoints/step_00000002",
+    ),
+    "refused setting on resume": (
+        lambda run: ["--output_dir", str(run), "--resume_from_checkpoint", "latest", "--batch_size", "16"],
+        "trained with different settings (--batch_size 32 -> 16)",
+    ),
     "resume into a new folder from a refused checkpoint": (
-        lambda run: ["--output_dir", str(run.parent / "new"), "--resume_from_checkpoint",
-                     str(run / "checkpoints/step_00000004"), "--seed", "3"], "different settings (--seed 0 -> 3)"),
-    "classifier checkpoint on the GAN path": (lambda run: (fake_classifier_checkpoint(run),
-                                                           ["--output_dir", str(run.parent / "new"), "--resume_from_checkpoint",
-                                                            str(run.parent / "clf_ckpt")])[1],
-                                              "not a gan checkpoint (it has settings learning_rate, model_name_or_path"),
-    "run folder in use": (lambda run: ["--output_dir", str(run), "--resume_from_checkpoint", "latest", "--max_steps", "6"],
-                          "in use by another run (host "),
+        lambda run: [
+            "--output_dir",
+            str(run.parent / "new"),
+            "--resume_from_checkpoint",
+            str(run / "checkpoints/step_00000004"),
+            "--seed",
+            "3",
+        ],
+        "different settings (--seed 0 -> 3)",
+    ),
+    "classifier checkpoint on the GAN path": (
+        lambda run: (
+            fake_classifier_checkpoint(run),
+            ["--output_dir", str(run.parent / "new"), "--resume_from_checkpoint", str(run.parent / "clf_ckpt")],
+        )[1],
+        "not a gan checkpoint (it has settings learning_rate, model_name_or_path",
+    ),
+    "run folder in use": (
+        lambda run: ["--output_dir", str(run), "--resume_from_checkpoint", "latest", "--max_steps", "6"],
+        "in use by another run (host ",
+    ),
 }
 
 
@@ -125,8 +165,12 @@ def classifier_run(tmp_path_factory):
     corpus = make_corpus(root / "corpus", n_train=64, n_val=16)
     tiny = make_tiny(root / "tiny", corpus["train"])
     out = root / "run"
-    argv = lambda out, *extra: train_argv(corpus, tiny, out, "--max_steps", "4", "--checkpointing_steps", "2",
-                                               "--log_every", "1", *extra)  # noqa: E731
+
+    def argv(out, *extra):
+        return train_argv(
+            corpus, tiny, out, "--max_steps", "4", "--checkpointing_steps", "2", "--log_every", "1", *extra
+        )  # noqa: E731
+
     train_in_process(argv(out))
     return out, argv
 
@@ -160,8 +204,9 @@ def test_classifier_learning_rate_may_change_on_resume(classifier_run, tmp_path,
     run = copy_run(base, tmp_path / "run")
     # --learning_rate 1e-3 in the base run, linear decay with warm-up over 4 updates
     before = {r["step"]: r["lr/model"] for r in read_jsonl(run / "metrics.jsonl") if "lr/model" in r}
-    train_in_process(argv(run, "--resume_from_checkpoint", str(run / "checkpoints/step_00000002"),
-                          "--learning_rate", "5e-4"))
+    train_in_process(
+        argv(run, "--resume_from_checkpoint", str(run / "checkpoints/step_00000002"), "--learning_rate", "5e-4")
+    )
     assert "resuming with changed settings (--learning_rate 0.001 -> 0.0005)" in capsys.readouterr().out
     after = {r["step"]: r["lr/model"] for r in read_jsonl(run / "metrics.jsonl") if "lr/model" in r}
     # the same schedule, from half the peak: the rate at step 3 halves (step 4 is the end of the decay: 0)

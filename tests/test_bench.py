@@ -1,5 +1,6 @@
 """benchmarks/bench.py with tiny settings: the JSON has its keys, and the toolkit's GAN loop ends with
 exactly the weights of the plain PyTorch loop (a real check of the comparison, not a timing)."""
+
 import json
 import os
 
@@ -20,17 +21,50 @@ def one_thread(monkeypatch):
     torch.set_num_threads(previous)
 
 
-TINY = GANBenchSetup(image_size=16, batch_size=32, z_dim=8, g_channels=8, d_channels=8, rounds=1, chunk=2, warmup=1,
-                     log_every=2)
+TINY = GANBenchSetup(
+    image_size=16, batch_size=32, z_dim=8, g_channels=8, d_channels=8, rounds=1, chunk=2, warmup=1, log_every=2
+)
 
 
 def test_bench_script_writes_every_key(tmp_path):
     out = tmp_path / "bench.json"
-    assert bench(["--output_json", str(out), "--work_dir", str(tmp_path / "work"), "--gan_image_size", "16",
-                  "--gan_channels", "8", "--gan_batch_size", "32", "--gan_rounds", "2", "--gan_chunk", "1",
-                  "--gan_warmup", "1", "--gan_variants", "channels_last", "--classifier_reps", "1",
-                  "--classifier_epochs", "1", "--classifier_n_train", "64", "--classifier_corpora", "synthetic",
-                  "--sample_images", "16", "--sample_reps", "1"]) == 0
+    assert (
+        bench(
+            [
+                "--output_json",
+                str(out),
+                "--work_dir",
+                str(tmp_path / "work"),
+                "--gan_image_size",
+                "16",
+                "--gan_channels",
+                "8",
+                "--gan_batch_size",
+                "32",
+                "--gan_rounds",
+                "2",
+                "--gan_chunk",
+                "1",
+                "--gan_warmup",
+                "1",
+                "--gan_variants",
+                "channels_last",
+                "--classifier_reps",
+                "1",
+                "--classifier_epochs",
+                "1",
+                "--classifier_n_train",
+                "64",
+                "--classifier_corpora",
+                "synthetic",
+                "--sample_images",
+                "16",
+                "--sample_reps",
+                "1",
+            ]
+        )
+        == 0
+    )
     result = json.loads(out.read_text())
     gan, clf, smp = result["gan"], result["classifier"]["synthetic"], result["sampling"]
     assert gan["weights_max_abs_diff"] == 0.0 and gan["steps_compared"] == 3

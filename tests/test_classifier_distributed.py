@@ -3,11 +3,11 @@ OpenMP pool is already running can deadlock in the children): the evaluated samp
 the validation size although 101 does not split over 2 processes, and the LR schedule, sized for
 Accelerate's num_processes scheduler ticks per update, ends at exactly zero at the last update
 (not before)."""
+
 import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -17,10 +17,23 @@ one_thread = pytest.fixture(scope="module", autouse=True)(single_thread)
 
 
 def torchrun_two_cpu_processes(argv) -> None:
-    env = {**os.environ, "ACCELERATE_USE_CPU": "1", "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1",
-           "TRANSFORMERS_OFFLINE": "1"}
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
-           str(REPO / "scripts" / "train_classifier.py"), *argv]
+    env = {
+        **os.environ,
+        "ACCELERATE_USE_CPU": "1",
+        "OMP_NUM_THREADS": "1",
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+    }
+    cmd = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc_per_node",
+        "2",
+        str(REPO / "scripts" / "train_classifier.py"),
+        *argv,
+    ]
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
 
@@ -29,8 +42,19 @@ def test_two_processes_eval_count_and_schedule_end(tmp_path):
     corpus = make_corpus(tmp_path / "data")  # 480 train (30 batches of 16), 101 validation
     tiny = make_tiny(tmp_path / "tiny", corpus["train"])
     out = tmp_path / "out"
-    argv = train_argv(corpus, tiny, out, "--num_train_epochs", "1", "--gradient_accumulation_steps", "2",
-                      "--log_every", "1", "--eval_batch_size", "8")
+    argv = train_argv(
+        corpus,
+        tiny,
+        out,
+        "--num_train_epochs",
+        "1",
+        "--gradient_accumulation_steps",
+        "2",
+        "--log_every",
+        "1",
+        "--eval_batch_size",
+        "8",
+    )
     torchrun_two_cpu_processes(argv)
 
     results = json.loads((out / "eval_results.json").read_text())
@@ -45,4 +69,6 @@ def test_two_processes_eval_count_and_schedule_end(tmp_path):
     state = json.loads((out / "checkpoints" / "step_00000008" / "trainer_state.json").read_text())
     assert state["num_processes"] == 2
     assert sorted(p.name for p in (out / "checkpoints" / "step_00000008").glob("random_states_*")) == [
-        "random_states_0.pkl", "random_states_1.pkl"]
+        "random_states_0.pkl",
+        "random_states_1.pkl",
+    ]

@@ -1,16 +1,22 @@
 """A diverging classifier run (``--learning_rate 1e10``) stops with one line, never exports or
 checkpoints non-finite weights, and logs its skipped updates; the error starts on its own line,
 not on the progress bar's."""
+
 import json
-import sys
-from pathlib import Path
 
 import pytest
 import torch
 from safetensors.torch import load_file
 
 from classifier_fixtures import (  # noqa: E402
-    load_script, make_corpus, make_tiny, read_jsonl, reset_accelerate, single_thread, train_argv, train_in_process,
+    load_script,
+    make_corpus,
+    make_tiny,
+    read_jsonl,
+    reset_accelerate,
+    single_thread,
+    train_argv,
+    train_in_process,
 )
 
 one_thread = pytest.fixture(scope="module", autouse=True)(single_thread)
@@ -33,29 +39,48 @@ def run_script(argv, capsys):
 def test_learning_rate_1e10_stops_with_one_line_and_exports_nothing(setup, capsys):
     folder, corpus, tiny = setup
     out = folder / "lr1e10"
-    code, err = run_script(train_argv(corpus, tiny, out, "--learning_rate", "1e10", "--checkpointing_steps", "0",
-                                      "--max_steps", "40", "--eval_every", "10"), capsys)
+    code, err = run_script(
+        train_argv(
+            corpus,
+            tiny,
+            out,
+            "--learning_rate",
+            "1e10",
+            "--checkpointing_steps",
+            "0",
+            "--max_steps",
+            "40",
+            "--eval_every",
+            "10",
+        ),
+        capsys,
+    )
     assert code == 2
     errors = [line for line in err.splitlines() if "error:" in line]
     # Alone on its line: the progress bar was closed first (it used to end "40/40 [...]error: ...").
     assert len(errors) == 1 and errors[0].startswith("error: ") and err.rstrip().endswith(errors[0])
     assert "consecutive updates had non-finite gradients (--max_nonfinite_steps 10)" in errors[0]
-    assert not (out / "model").exists()          # the NaN-loss evaluation at step 10 was not "best"
+    assert not (out / "model").exists()  # the NaN-loss evaluation at step 10 was not "best"
     assert not (out / "checkpoints").exists() and not (out / "eval_results.json").exists()
     train_rows = [r for r in read_jsonl(out / "metrics.jsonl") if "loss/train" in r]
     assert all("nonfinite/skipped_total" in r for r in train_rows)
     assert train_rows[-1]["nonfinite/skipped_total"] >= 10
-    assert train_rows[-1]["step"] < 40          # stopped at a log line, not at the end of the run
+    assert train_rows[-1]["step"] < 40  # stopped at a log line, not at the end of the run
 
 
 def test_a_finished_run_without_a_finite_evaluation_is_an_error(setup, capsys):
     folder, corpus, tiny = setup
     out = folder / "tolerated"
-    code, err = run_script(train_argv(corpus, tiny, out, "--learning_rate", "1e10", "--max_nonfinite_steps", "1000",
-                                      "--max_steps", "10"), capsys)
+    code, err = run_script(
+        train_argv(corpus, tiny, out, "--learning_rate", "1e10", "--max_nonfinite_steps", "1000", "--max_steps", "10"),
+        capsys,
+    )
     assert code == 2
-    assert err.rstrip().splitlines()[-1].startswith(f"error: no evaluation of this run was finite, so no model was "
-                                                    f"exported to {out / 'model'}")
+    assert (
+        err.rstrip()
+        .splitlines()[-1]
+        .startswith(f"error: no evaluation of this run was finite, so no model was exported to {out / 'model'}")
+    )
     assert not (out / "model").exists()
     assert json.loads((out / "eval_results.json").read_text())["final"]["eval/loss"] is None  # JSON null, not NaN
 
@@ -91,8 +116,24 @@ def test_a_streak_of_non_finite_updates_keeps_only_finite_checkpoints(setup, cap
     # the one-line error says a checkpoint is kept, and every checkpoint on disk is finite.
     folder, corpus, tiny = setup
     out = folder / "streak"
-    code, err = run_script(train_argv(corpus, tiny, out, "--learning_rate", "1e10", "--max_steps", "60", "--log_every",
-                                      "1", "--max_nonfinite_steps", "3", "--checkpointing_steps", "2"), capsys)
+    code, err = run_script(
+        train_argv(
+            corpus,
+            tiny,
+            out,
+            "--learning_rate",
+            "1e10",
+            "--max_steps",
+            "60",
+            "--log_every",
+            "1",
+            "--max_nonfinite_steps",
+            "3",
+            "--checkpointing_steps",
+            "2",
+        ),
+        capsys,
+    )
     assert code == 2
     last = err.strip().splitlines()[-1]
     assert last.startswith("error: 3 consecutive updates had non-finite gradients") and "checkpoint is kept" in last

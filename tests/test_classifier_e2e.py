@@ -1,6 +1,7 @@
 """Classifier path end to end on a generated corpus with the tiny offline model: it learns, the
 exported folder reloads through ``pipeline`` with the label names, predict.py writes one row per
 input, and bad inputs give one-line errors with a non-zero exit."""
+
 import csv
 import json
 import os
@@ -12,8 +13,18 @@ from pathlib import Path
 import pytest
 
 from classifier_fixtures import (  # noqa: E402
-    LABELS, OFFLINE_ENV, REPO, load_script, make_corpus, make_rows, make_tiny, read_jsonl, reset_accelerate,
-    single_thread, train_argv, write_rows,
+    LABELS,
+    OFFLINE_ENV,
+    REPO,
+    load_script,
+    make_corpus,
+    make_rows,
+    make_tiny,
+    read_jsonl,
+    reset_accelerate,
+    single_thread,
+    train_argv,
+    write_rows,
 )
 
 one_thread = pytest.fixture(scope="module", autouse=True)(single_thread)
@@ -90,8 +101,16 @@ def test_predict_writes_one_row_per_input(trained, tmp_path, suffix):
     texts = [r["text"] for r in make_rows(7, seed=4)]
     (tmp_path / "in.txt").write_text("\n".join(texts) + "\n")
     out = tmp_path / f"preds{suffix}"
-    argv = ["--model", str(trained / "model"), "--input_file", str(tmp_path / "in.txt"), "--output_file", str(out),
-            "--batch_size", "3"]
+    argv = [
+        "--model",
+        str(trained / "model"),
+        "--input_file",
+        str(tmp_path / "in.txt"),
+        "--output_file",
+        str(out),
+        "--batch_size",
+        "3",
+    ]
     assert load_script("predict").main(argv) == 0
     rows = list(csv.DictReader(out.open())) if suffix == ".csv" else read_jsonl(out)
     assert [r["text"] for r in rows] == texts
@@ -124,12 +143,21 @@ def bad_inputs(tmp_path, corpus, case):
     raise AssertionError(case)
 
 
-@pytest.mark.parametrize("case", ["missing column", "empty file", "unknown validation label", "unreadable file",
-                                  "missing file"])
+@pytest.mark.parametrize(
+    "case", ["missing column", "empty file", "unknown validation label", "unreadable file", "missing file"]
+)
 def test_bad_data_is_a_one_line_error(tmp_path, corpus, tiny, capsys, case):
     train, val, message = bad_inputs(tmp_path, corpus, case)
-    argv = ["--train_file", train, "--validation_file", val, "--model_name_or_path", str(tiny),
-            "--output_dir", str(tmp_path / "out")]
+    argv = [
+        "--train_file",
+        train,
+        "--validation_file",
+        val,
+        "--model_name_or_path",
+        str(tiny),
+        "--output_dir",
+        str(tmp_path / "out"),
+    ]
     with pytest.raises(SystemExit) as exit_info:
         load_script("train_classifier").main(argv)
     err = capsys.readouterr().err.strip()
@@ -141,9 +169,22 @@ def test_bad_data_is_a_one_line_error(tmp_path, corpus, tiny, capsys, case):
 def test_error_exit_code_from_a_real_process(tmp_path, corpus, tiny):
     train, val, message = bad_inputs(tmp_path, corpus, "unknown validation label")
     proc = subprocess.run(
-        [sys.executable, str(REPO / "scripts" / "train_classifier.py"), "--train_file", train, "--validation_file", val,
-         "--model_name_or_path", str(tiny), "--output_dir", str(tmp_path / "out")],
-        capture_output=True, text=True, env={**os.environ, **OFFLINE_ENV, "OMP_NUM_THREADS": "1"}, timeout=120,
+        [
+            sys.executable,
+            str(REPO / "scripts" / "train_classifier.py"),
+            "--train_file",
+            train,
+            "--validation_file",
+            val,
+            "--model_name_or_path",
+            str(tiny),
+            "--output_dir",
+            str(tmp_path / "out"),
+        ],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **OFFLINE_ENV, "OMP_NUM_THREADS": "1"},
+        timeout=120,
     )
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines()[-1].startswith("error: ") and message in proc.stderr

@@ -7,8 +7,6 @@ Adam vs AdamW with weight decay 0), warm-up and linear decay, clipping at 1.0 an
 stepping agree. So a difference in final accuracy between the two in the benchmark comes from
 the batch order and dropout's draws, not from the loop.
 """
-import sys
-from pathlib import Path
 
 import pytest
 import torch
@@ -31,7 +29,8 @@ def recording_loader(losses: list, models: list):
             if isinstance(module, torch.nn.Dropout):
                 module.p = 0.0
         model.register_forward_hook(
-            lambda mod, inp, out: losses.append(out.loss.item()) if mod.training and out.loss is not None else None)
+            lambda mod, inp, out: losses.append(out.loss.item()) if mod.training and out.loss is not None else None
+        )
         models.append((model, {k: v.detach().clone() for k, v in model.state_dict().items()}))
         return model
 
@@ -52,10 +51,13 @@ def run_toolkit(corpus, model_dir, out, losses, models, monkeypatch):
     reset_accelerate()
     monkeypatch.setattr(train_module, "load_model", recording_loader(losses, models))
     trainer = train_module.ClassifierTrainer(
-        ClassifierDataArguments(train_file=str(corpus["train"]), validation_file=str(corpus["validation"]), max_length=32),
+        ClassifierDataArguments(
+            train_file=str(corpus["train"]), validation_file=str(corpus["validation"]), max_length=32
+        ),
         ClassifierModelArguments(model_name_or_path=str(model_dir)),
         ClassifierTrainArguments(learning_rate=LR, warmup_ratio=WARMUP, num_train_epochs=EPOCHS, batch_size=BATCH),
-        RunArguments(output_dir=str(out), seed=3, checkpointing_steps=0, cpu=True))
+        RunArguments(output_dir=str(out), seed=3, checkpointing_steps=0, cpu=True),
+    )
     trainer.train_loop()
     trainer.run.finish()
     return trainer.engine.schedulers["model"].get_last_lr()[0]
@@ -71,8 +73,9 @@ def run_trainer(corpus, model_dir, out, losses, models):
     from gan_accel.data.length_grouped import LengthGroupedSampler
 
     reset_accelerate()
-    data_args = ClassifierDataArguments(train_file=str(corpus["train"]), validation_file=str(corpus["validation"]),
-                                        max_length=32)
+    data_args = ClassifierDataArguments(
+        train_file=str(corpus["train"]), validation_file=str(corpus["validation"]), max_length=32
+    )
     model_args = ClassifierModelArguments(model_name_or_path=str(model_dir))
     raw, tokenizer = read_labelled_rows(data_args), load_tokenizer(model_args)
     set_seed(3)  # as ClassifierTrainer before it loads the model: the same new head
@@ -83,12 +86,29 @@ def run_trainer(corpus, model_dir, out, losses, models):
         def _get_train_sampler(self, train_dataset=None):
             return LengthGroupedSampler(text_lengths(data.train), BATCH, seed=3)
 
-    args = TrainingArguments(output_dir=str(out), per_device_train_batch_size=BATCH, num_train_epochs=EPOCHS,
-                             learning_rate=LR, lr_scheduler_type="linear", warmup_steps=WARMUP, weight_decay=0.0,
-                             max_grad_norm=1.0, eval_strategy="no", save_strategy="no", report_to=[], seed=3,
-                             use_cpu=True, disable_tqdm=True)
-    trainer = SameOrderTrainer(model=model, args=args, train_dataset=data.train,
-                               data_collator=DataCollatorWithPadding(tokenizer), processing_class=tokenizer)
+    args = TrainingArguments(
+        output_dir=str(out),
+        per_device_train_batch_size=BATCH,
+        num_train_epochs=EPOCHS,
+        learning_rate=LR,
+        lr_scheduler_type="linear",
+        warmup_steps=WARMUP,
+        weight_decay=0.0,
+        max_grad_norm=1.0,
+        eval_strategy="no",
+        save_strategy="no",
+        report_to=[],
+        seed=3,
+        use_cpu=True,
+        disable_tqdm=True,
+    )
+    trainer = SameOrderTrainer(
+        model=model,
+        args=args,
+        train_dataset=data.train,
+        data_collator=DataCollatorWithPadding(tokenizer),
+        processing_class=tokenizer,
+    )
     trainer.train()
     return trainer.lr_scheduler.get_last_lr()[0]
 

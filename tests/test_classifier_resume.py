@@ -3,10 +3,10 @@ and resumed with ``--resume_from_checkpoint latest`` ends with the same weights,
 scheduler and step as the same run done straight through. k falls mid-epoch 0, exactly at the end
 of epoch 0 and inside epoch 1; accumulation is 2 and dropout is active, so the data order (also
 across epoch boundaries), the accumulation clock and the RNG all have to come back."""
+
 import json
 import os
 import signal
-import sys
 from pathlib import Path
 
 import pytest
@@ -29,14 +29,27 @@ def setup(tmp_path_factory):
 
 def argv_for(setup, name, *extra):
     folder, corpus, tiny = setup
-    return train_argv(corpus, tiny, folder / name, "--max_steps", str(TOTAL), "--gradient_accumulation_steps", "2",
-                      "--eval_steps", "5", "--weight_decay", "0.01", *extra)
+    return train_argv(
+        corpus,
+        tiny,
+        folder / name,
+        "--max_steps",
+        str(TOTAL),
+        "--gradient_accumulation_steps",
+        "2",
+        "--eval_steps",
+        "5",
+        "--weight_decay",
+        "0.01",
+        *extra,
+    )
 
 
 def interrupt_at(step):
     def on_update(state):
         if state.step == step:
             os.kill(os.getpid(), signal.SIGTERM)  # handled by GracefulStop: checkpoint, then stop
+
     return on_update
 
 
@@ -93,8 +106,12 @@ def test_interrupted_and_resumed_run_equals_straight_run(setup, straight, where)
     train_in_process(argv_for(setup, resumed.name, "--resume_from_checkpoint", "latest"))
     assert_same_state(checkpoint(straight, TOTAL), checkpoint(resumed, TOTAL))
     # The evaluations after the resume match too (same weights at the same steps).
-    evals = [{k: v for k, v in json.loads(line).items()} for out in (straight, resumed)
-             for line in (out / "metrics.jsonl").read_text().splitlines() if "eval/accuracy" in line]
+    evals = [
+        {k: v for k, v in json.loads(line).items()}
+        for out in (straight, resumed)
+        for line in (out / "metrics.jsonl").read_text().splitlines()
+        if "eval/accuracy" in line
+    ]
     by_step = {}
     for record in evals:
         by_step.setdefault(record["step"], []).append(record)
@@ -115,7 +132,22 @@ def test_resume_with_another_length_warns_that_the_schedule_is_resized(setup, ca
     out = folder / "extended"
     train_in_process(argv_for(setup, "extended"), on_update=interrupt_at(K))
     capsys.readouterr()
-    train_in_process(train_argv(corpus, tiny, out, "--max_steps", str(TOTAL + 4), "--gradient_accumulation_steps", "2",
-                                "--eval_steps", "5", "--weight_decay", "0.01", "--resume_from_checkpoint", "latest"))
+    train_in_process(
+        train_argv(
+            corpus,
+            tiny,
+            out,
+            "--max_steps",
+            str(TOTAL + 4),
+            "--gradient_accumulation_steps",
+            "2",
+            "--eval_steps",
+            "5",
+            "--weight_decay",
+            "0.01",
+            "--resume_from_checkpoint",
+            "latest",
+        )
+    )
     assert "the linear schedule continues re-sized" in capsys.readouterr().out
     assert json.loads((out / "eval_results.json").read_text())["steps"] == TOTAL + 4

@@ -1,7 +1,5 @@
 """Classifier path, pure pieces: config validation, file reading, labels, schedule sizing,
 optimizer groups, clear errors for missing packages and uncached models."""
-import sys
-from pathlib import Path
 
 import importlib.util
 import math
@@ -22,25 +20,35 @@ def data_args(**kw):
     return ClassifierDataArguments(**{**base, **kw})
 
 
-@pytest.mark.parametrize("kw, flag", [
-    ({"validation_file": None}, "--validation_file"),
-    ({"train_file": "t.parquet"}, "--train_file"),
-    ({"dataset_name": "glue"}, "--train_file"),
-    ({"max_length": 0}, "--max_length"),
-    ({"label_names": ["a"]}, "--label_names"),
-    ({"label_column": ""}, "--label_column"),
-])
+@pytest.mark.parametrize(
+    "kw, flag",
+    [
+        ({"validation_file": None}, "--validation_file"),
+        ({"train_file": "t.parquet"}, "--train_file"),
+        ({"dataset_name": "glue"}, "--train_file"),
+        ({"max_length": 0}, "--max_length"),
+        ({"label_names": ["a"]}, "--label_names"),
+        ({"label_column": ""}, "--label_column"),
+    ],
+)
 def test_data_arguments_name_the_flag(kw, flag):
     with pytest.raises(ConfigError, match=flag):
         data_args(**kw)
 
 
-@pytest.mark.parametrize("kw, flag", [
-    ({"optimizer": "sgd"}, "--optimizer"), ({"learning_rate": 0}, "--learning_rate"),
-    ({"warmup_ratio": 1.0}, "--warmup_ratio"), ({"batch_size": 0}, "--batch_size"),
-    ({"metric_for_best_model": "auc"}, "--metric_for_best_model"), ({"max_steps": 0}, "--max_steps"),
-    ({"local_sgd_steps": -1}, "--local_sgd_steps"), ({"warmup_steps": -1}, "--warmup_steps"),
-])
+@pytest.mark.parametrize(
+    "kw, flag",
+    [
+        ({"optimizer": "sgd"}, "--optimizer"),
+        ({"learning_rate": 0}, "--learning_rate"),
+        ({"warmup_ratio": 1.0}, "--warmup_ratio"),
+        ({"batch_size": 0}, "--batch_size"),
+        ({"metric_for_best_model": "auc"}, "--metric_for_best_model"),
+        ({"max_steps": 0}, "--max_steps"),
+        ({"local_sgd_steps": -1}, "--local_sgd_steps"),
+        ({"warmup_steps": -1}, "--warmup_steps"),
+    ],
+)
 def test_train_arguments_name_the_flag(kw, flag):
     with pytest.raises(ConfigError, match=flag):
         ClassifierTrainArguments(**kw)
@@ -57,9 +65,14 @@ def test_read_table_formats(tmp_path, suffix):
     assert read_table(str(write_rows(tmp_path / f"f{suffix}", rows))) == rows
 
 
-@pytest.mark.parametrize("content, message", [
-    ("", "empty"), ("text,label\n", "no examples"), ("{not json\n", "line 1 is not JSON"),
-])
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        ("", "empty"),
+        ("text,label\n", "no examples"),
+        ("{not json\n", "line 1 is not JSON"),
+    ],
+)
 def test_read_table_clear_errors(tmp_path, content, message):
     path = tmp_path / ("f.jsonl" if "{" in content else "f.csv")
     path.write_text(content)
@@ -85,9 +98,16 @@ def test_label_names_sorted_numerically_when_integers_and_json_ints_match_csv_st
         encode_labels([{"l": 1}, {"l": 3}], "l", label2id, "--validation_file v.csv")
 
 
-@pytest.mark.parametrize("batches, procs, accum, epochs, updates_per_epoch", [
-    (30, 1, 1, 3, 30), (30, 2, 1, 3, 15), (31, 2, 1, 1, 16), (30, 2, 2, 2, 8), (29, 1, 4, 1, 8),
-])
+@pytest.mark.parametrize(
+    "batches, procs, accum, epochs, updates_per_epoch",
+    [
+        (30, 1, 1, 3, 30),
+        (30, 2, 1, 3, 15),
+        (31, 2, 1, 1, 16),
+        (30, 2, 2, 2, 8),
+        (29, 1, 4, 1, 8),
+    ],
+)
 def test_schedule_length_counts_updates_of_one_process(batches, procs, accum, epochs, updates_per_epoch):
     length = schedule_length(batches, procs, ClassifierTrainArguments(num_train_epochs=epochs), accum)
     assert length.updates_per_epoch == updates_per_epoch
@@ -164,8 +184,12 @@ def test_old_flag_spellings_still_work_on_the_command_line_in_files_and_on_resum
     train = parse_config(types, [*base, "--config", str(tmp_path / "old.yaml")])[2]
     assert (train.eval_every, train.warmup_steps) == (9, 4)
     # A checkpoint written before the rename records the old names: not a difference.
-    assert resume_incompatibilities({"num_warmup_steps": 4, "eval_steps": 9}, {"warmup_steps": 4, "eval_every": 9},
-                                    resume_policy(*types)) == []
+    assert (
+        resume_incompatibilities(
+            {"num_warmup_steps": 4, "eval_steps": 9}, {"warmup_steps": 4, "eval_every": 9}, resume_policy(*types)
+        )
+        == []
+    )
 
 
 # ---- issue 11: files as spreadsheets and exports write them; divergence --------------------------
@@ -191,8 +215,10 @@ def test_empty_texts_are_counted_in_a_warning(tmp_path, caplog):
     from gan_accel.classifier.data import read_labelled_rows
 
     train = tmp_path / "t.jsonl"
-    train.write_text('{"text": "a", "label": "x"}\n{"text": "", "label": "y"}\n{"text": null, "label": "x"}\n'
-                     '{"text": "  ", "label": "y"}\n')
+    train.write_text(
+        '{"text": "a", "label": "x"}\n{"text": "", "label": "y"}\n{"text": null, "label": "x"}\n'
+        '{"text": "  ", "label": "y"}\n'
+    )
     with caplog.at_level(logging.WARNING):
         raw = read_labelled_rows(data_args(train_file=str(train), validation_file=str(train)))
     assert raw.labels["train"] == [0, 1, 0, 1]
@@ -204,17 +230,24 @@ class _State:
     step = 3
 
 
-@pytest.mark.parametrize("metrics", [
-    {"eval/accuracy": 0.5, "eval/loss": float("nan")},   # what --learning_rate 1e10 scored: NaN loss, finite accuracy
-    {"eval/accuracy": float("nan"), "eval/loss": 0.1},
-])
+@pytest.mark.parametrize(
+    "metrics",
+    [
+        {
+            "eval/accuracy": 0.5,
+            "eval/loss": float("nan"),
+        },  # what --learning_rate 1e10 scored: NaN loss, finite accuracy
+        {"eval/accuracy": float("nan"), "eval/loss": 0.1},
+    ],
+)
 def test_a_non_finite_evaluation_never_becomes_best(tmp_path, metrics):
     from accelerate import Accelerator
 
     from gan_accel.classifier.evaluate import best_model_keeper
 
-    keeper = best_model_keeper(Accelerator(cpu=True), _State(), torch.nn.Linear(2, 2), None, tmp_path / "model",
-                               "accuracy", True)
+    keeper = best_model_keeper(
+        Accelerator(cpu=True), _State(), torch.nn.Linear(2, 2), None, tmp_path / "model", "accuracy", True
+    )
     assert not keeper.update(metrics)
     assert not (tmp_path / "model").exists() and math.isnan(keeper.state.best_metric)
     assert not keeper.improved(float("nan")) and not keeper.improved(float("inf"))
@@ -236,9 +269,17 @@ def test_export_refuses_non_finite_weights_and_keeps_the_previous_model(tmp_path
     assert (out / "model.safetensors").read_bytes() == b"the previous, finite model"
 
 
-@pytest.mark.parametrize("kw", [{"learning_rate": float("nan")}, {"learning_rate": float("inf")},
-                                {"weight_decay": float("nan")}, {"max_grad_norm": float("nan")},
-                                {"warmup_ratio": float("nan")}, {"warmup_steps": 10, "max_steps": 10}])
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {"learning_rate": float("nan")},
+        {"learning_rate": float("inf")},
+        {"weight_decay": float("nan")},
+        {"max_grad_norm": float("nan")},
+        {"warmup_ratio": float("nan")},
+        {"warmup_steps": 10, "max_steps": 10},
+    ],
+)
 def test_non_finite_and_inconsistent_train_arguments(kw):
     with pytest.raises(ConfigError, match="--" + next(iter(kw))):
         ClassifierTrainArguments(**kw)

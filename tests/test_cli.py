@@ -1,5 +1,6 @@
 """The ``gan-accel`` command: one sub-command per script, the scripts as thin wrappers of the same
 modules, and a package installed outside the checkout that works on its own."""
+
 import os
 import shutil
 import subprocess
@@ -53,18 +54,45 @@ def test_installed_outside_the_checkout(tmp_path):
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(ROOT / name, source / name)
     target = tmp_path / "site"
-    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
-                    "--target", str(target), str(source)], check=True, capture_output=True, timeout=300)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--no-deps",
+            "--no-build-isolation",
+            "--target",
+            str(target),
+            str(source),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
     launcher = target / "bin" / "gan-accel"
     assert launcher.exists()
     env = {**os.environ, "PYTHONPATH": str(target), "PYTHONNOUSERSITE": "1"}
     work = tmp_path / "elsewhere"
     work.mkdir()
-    out = subprocess.run([sys.executable, str(launcher), "train-gan", "--dataset", "digits", "--output_dir", "run",
-                          "--dry_run"], cwd=work, env=env, capture_output=True, text=True, timeout=300)
+    out = subprocess.run(
+        [sys.executable, str(launcher), "train-gan", "--dataset", "digits", "--output_dir", "run", "--dry_run"],
+        cwd=work,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     assert '"dataset": "digits"' in out.stdout
-    where = subprocess.run([sys.executable, "-c", "import gan_accel; print(gan_accel.__file__)"], cwd=work, env=env,
-                           capture_output=True, text=True, timeout=60).stdout
+    where = subprocess.run(
+        [sys.executable, "-c", "import gan_accel; print(gan_accel.__file__)"],
+        cwd=work,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    ).stdout
     assert Path(where.strip()).is_relative_to(target)
     assert not (target / "benchmarks").exists() and not (target / "tests").exists()  # the package only

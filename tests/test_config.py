@@ -43,11 +43,14 @@ def test_malformed_and_missing_config_file(tmp_path):
         parse_config((RunArguments,), ["--config", str(tmp_path / "nope.yaml")])
 
 
-@pytest.mark.parametrize("flag,value,match", [
-    ("--lr", "-1", "--lr must be > 0"),
-    ("--gradient_accumulation_steps", "0", "--gradient_accumulation_steps must be > 0"),
-    ("--log_every", "0", "--log_every must be > 0"),
-])
+@pytest.mark.parametrize(
+    "flag,value,match",
+    [
+        ("--lr", "-1", "--lr must be > 0"),
+        ("--gradient_accumulation_steps", "0", "--gradient_accumulation_steps must be > 0"),
+        ("--log_every", "0", "--log_every must be > 0"),
+    ],
+)
 def test_validation_names_the_flag(flag, value, match):
     with pytest.raises(ConfigError, match=match):
         parse_config((RunArguments, Extra), ["--output_dir", "o", flag, value])

@@ -1,5 +1,6 @@
 """Bad input to the CycleGAN scripts: one clear line naming the flag or folder, exit code 2, no
 traceback, nothing on disk written or lost."""
+
 import numpy as np
 import pytest
 from PIL import Image
@@ -15,13 +16,16 @@ train_cyclegan = load_script("train_cyclegan").main
 translate = load_script("translate").main
 
 
-@pytest.mark.parametrize("case,match", [
-    ("missing", "not a folder"),
-    ("no_trainB", "no trainB/ folder; the layout is DATA/trainA and DATA/trainB"),
-    ("empty_trainA", "trainA: no images"),
-    ("corrupt_trainB", "trainB: none of the 2 image files could be read"),
-    ("unset", "--dataset folder needs --data_dir"),
-])
+@pytest.mark.parametrize(
+    "case,match",
+    [
+        ("missing", "not a folder"),
+        ("no_trainB", "no trainB/ folder; the layout is DATA/trainA and DATA/trainB"),
+        ("empty_trainA", "trainA: no images"),
+        ("corrupt_trainB", "trainB: none of the 2 image files could be read"),
+        ("unset", "--dataset folder needs --data_dir"),
+    ],
+)
 def test_bad_data_folder(tmp_path, capsys, case, match):
     root = tmp_path / "data"
     if case != "missing":
@@ -43,17 +47,20 @@ def test_bad_data_folder(tmp_path, capsys, case, match):
     assert not (tmp_path / "run").exists()
 
 
-@pytest.mark.parametrize("argv,match", [
-    (["--image_size", "18"], "--image_size must be a multiple of 4"),
-    (["--image_size", "8", "--load_size", "8"], "--image_size 8 is too small for --d_layers 2"),
-    (["--load_size", "12"], "--load_size (12) must be >= --image_size (16)"),
-    (["--lambda_cycle", "-1"], "--lambda_cycle must be >= 0"),
-    (["--loss", "wgan_gp"], "argument --loss: invalid choice: 'wgan_gp'"),
-    (["--lr_scheduler", "step"], "argument --lr_scheduler/--lr-scheduler: invalid choice"),
-    (["--n_epochs", "0", "--n_epochs_decay", "0"], "nothing to train"),
-    (["--batch_size", "4096"], "--batch_size 4096 x 1 processes is larger than the data (899 pairs an epoch)"),
-    (["--data_dir", "somewhere"], "--data_dir somewhere is only read with --dataset folder"),
-])
+@pytest.mark.parametrize(
+    "argv,match",
+    [
+        (["--image_size", "18"], "--image_size must be a multiple of 4"),
+        (["--image_size", "8", "--load_size", "8"], "--image_size 8 is too small for --d_layers 2"),
+        (["--load_size", "12"], "--load_size (12) must be >= --image_size (16)"),
+        (["--lambda_cycle", "-1"], "--lambda_cycle must be >= 0"),
+        (["--loss", "wgan_gp"], "argument --loss: invalid choice: 'wgan_gp'"),
+        (["--lr_scheduler", "step"], "argument --lr_scheduler/--lr-scheduler: invalid choice"),
+        (["--n_epochs", "0", "--n_epochs_decay", "0"], "nothing to train"),
+        (["--batch_size", "4096"], "--batch_size 4096 x 1 processes is larger than the data (899 pairs an epoch)"),
+        (["--data_dir", "somewhere"], "--data_dir somewhere is only read with --dataset folder"),
+    ],
+)
 def test_invalid_flags(tmp_path, capsys, argv, match):
     line = user_error(train_cyclegan, [*TINY_CYCLEGAN, "--output_dir", str(tmp_path / "run"), *argv], capsys)
     assert match in line
@@ -92,21 +99,30 @@ def test_translate_refuses_to_overwrite_and_bad_folders(tmp_path, capsys):
     out = tmp_path / "out"
     out.mkdir()
     (out / "000.png").write_bytes(b"precious")
-    line = user_error(translate, ["--generator", str(gen), "--input_dir", str(images), "--output_dir", str(out)], capsys)
+    line = user_error(
+        translate, ["--generator", str(gen), "--input_dir", str(images), "--output_dir", str(out)], capsys
+    )
     assert "1 of the output files already exist" in line and "--overwrite" in line
     assert (out / "000.png").read_bytes() == b"precious" and not (out / "001.png").exists()
 
-    line = user_error(translate, ["--generator", str(tmp_path), "--input_dir", str(images), "--output_dir", str(out)], capsys)
+    line = user_error(
+        translate, ["--generator", str(tmp_path), "--input_dir", str(images), "--output_dir", str(out)], capsys
+    )
     assert f"a training run folder, not its export; pass {gen}" in line  # it holds generator_A2B
-    line = user_error(translate, ["--generator", str(gen), "--input_dir", str(tmp_path / "nope"), "--output_dir", str(out)], capsys)
+    line = user_error(
+        translate, ["--generator", str(gen), "--input_dir", str(tmp_path / "nope"), "--output_dir", str(out)], capsys
+    )
     assert "--input_dir" in line and "not a folder" in line
 
 
-@pytest.mark.parametrize("case,match", [
-    ("missing", "does not exist"),
-    ("config_only", "config.json but no model.safetensors; the export is incomplete"),
-    ("truncated", "could not load model.safetensors"),
-])
+@pytest.mark.parametrize(
+    "case,match",
+    [
+        ("missing", "does not exist"),
+        ("config_only", "config.json but no model.safetensors; the export is incomplete"),
+        ("truncated", "could not load model.safetensors"),
+    ],
+)
 def test_translate_refuses_an_incomplete_export_in_one_line(tmp_path, capsys, case, match):
     gen = save_translator(ResnetGenerator(1, 4, 1), tmp_path / "generator_A2B", "A2B", 16)
     weights = gen / "model.safetensors"
@@ -117,8 +133,9 @@ def test_translate_refuses_an_incomplete_export_in_one_line(tmp_path, capsys, ca
     else:
         weights.write_bytes(weights.read_bytes()[: weights.stat().st_size // 2])
     images = make_domains(tmp_path / "data", num_a=1, num_b=1) / "trainA"
-    line = user_error(translate, ["--generator", str(gen), "--input_dir", str(images), "--output_dir",
-                                  str(tmp_path / "out")], capsys)
+    line = user_error(
+        translate, ["--generator", str(gen), "--input_dir", str(images), "--output_dir", str(tmp_path / "out")], capsys
+    )
     assert match in line and not (tmp_path / "out").exists()
 
 
@@ -150,20 +167,29 @@ def nested_input(tmp):
 
 # name -> (function of the test folder returning [input_dir, output_dir, *more flags], text of the error)
 TRANSLATE_CASES = {
-    "output is the input": (lambda tmp: [str(tmp / "data/trainA"), str(tmp / "data/trainA"), "--overwrite"],
-                            "is the same as --input_dir"),
+    "output is the input": (
+        lambda tmp: [str(tmp / "data/trainA"), str(tmp / "data/trainA"), "--overwrite"],
+        "is the same as --input_dir",
+    ),
     "output is the input via ..": (
         lambda tmp: [str(tmp / "data/trainA"), str(tmp / "data/trainB/../trainA"), "--overwrite"],
-        "is the same as --input_dir"),
+        "is the same as --input_dir",
+    ),
     "output inside the input": (lambda tmp: [str(tmp / "data"), str(tmp / "data/out")], "is inside --input_dir"),
     "outputs would land in the input": (nested_input, "would be written inside --input_dir"),
-    "output is a file": (lambda tmp: [str(tmp / "data/trainA"), str(tmp / "notes.txt")],
-                         "notes.txt: is a file, not a folder"),
+    "output is a file": (
+        lambda tmp: [str(tmp / "data/trainA"), str(tmp / "notes.txt")],
+        "notes.txt: is a file, not a folder",
+    ),
     "output under a file": (lambda tmp: [str(tmp / "data/trainA"), str(tmp / "notes.txt/out")], "notes.txt is a file"),
-    "device cuda without a GPU": (lambda tmp: [str(tmp / "data/trainA"), str(tmp / "new"), "--device", "cuda"],
-                                  "--device cuda: no such device on this machine; this machine has: cpu"),
-    "device gpu": (lambda tmp: [str(tmp / "data/trainA"), str(tmp / "new"), "--device", "gpu"],
-                   "--device gpu: not a device name; this machine has: cpu"),
+    "device cuda without a GPU": (
+        lambda tmp: [str(tmp / "data/trainA"), str(tmp / "new"), "--device", "cuda"],
+        "--device cuda: no such device on this machine; this machine has: cpu",
+    ),
+    "device gpu": (
+        lambda tmp: [str(tmp / "data/trainA"), str(tmp / "new"), "--device", "gpu"],
+        "--device gpu: not a device name; this machine has: cpu",
+    ),
 }
 
 

@@ -1,5 +1,6 @@
 """Translation evaluation: FID against the target domain beside the real-data floor and the
 untranslated images, class preservation, and eval_results.json written by a training run."""
+
 import json
 
 import pytest
@@ -39,7 +40,7 @@ def test_oracle_and_identity_translators(cache_dir):
     ev = TranslationEvaluator(a, b, num_images=300, cache_dir=str(cache_dir), min_classifier_accuracy=0.8)
     identity = ev.evaluate(torch.nn.Identity())
     oracle = ev.evaluate(Oracle())
-    assert identity.fid == pytest.approx(identity.fid_untranslated)   # doing nothing scores "untranslated"
+    assert identity.fid == pytest.approx(identity.fid_untranslated)  # doing nothing scores "untranslated"
     assert oracle.fid < identity.fid / 5 and oracle.fid_at_floor_size < 3 * oracle.fid_floor
     assert oracle.class_preservation > 0.85 and identity.class_preservation < oracle.class_preservation - 0.1
     assert oracle.num_floor == min(300, round(len(b) * 0.2)) and oracle.classifier_accuracy > 0.8
@@ -52,9 +53,24 @@ def test_oracle_and_identity_translators(cache_dir):
 def test_training_run_writes_eval_results(tmp_path, cache_dir, monkeypatch):
     # The trainer evaluates with the default accuracy bar (0.9): the 3-pass classifier clears it at 16 px.
     out = tmp_path / "run"
-    assert train_cyclegan([*[f for f in TINY_CYCLEGAN if f != "--no_evaluate"], "--output_dir", str(out),
-                           "--max_steps", "2", "--eval_num_images", "100", "--eval_every", "1",
-                           "--eval_cache_dir", str(cache_dir)]) == 0
+    assert (
+        train_cyclegan(
+            [
+                *[f for f in TINY_CYCLEGAN if f != "--no_evaluate"],
+                "--output_dir",
+                str(out),
+                "--max_steps",
+                "2",
+                "--eval_num_images",
+                "100",
+                "--eval_every",
+                "1",
+                "--eval_cache_dir",
+                str(cache_dir),
+            ]
+        )
+        == 0
+    )
     results = json.loads((out / "eval_results.json").read_text())
     assert results["step"] == 2
     for direction in ("A2B", "B2A"):

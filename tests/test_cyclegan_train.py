@@ -1,6 +1,7 @@
 """End to end: train_cyclegan.py writes every output it promises, translate.py reads the export,
 resume reproduces the uninterrupted run (image pools included), the G phase leaves both
 discriminators untouched."""
+
 import json
 
 import pytest
@@ -9,18 +10,36 @@ from PIL import Image
 
 from cyclegan_fixtures import TINY_CYCLEGAN, checkpoint_tensors, make_domains
 from gan_accel.config import RunArguments
-from gan_accel.cyclegan.config import (CycleGANDataArguments, CycleGANEvalArguments, CycleGANModelArguments,
-                                       CycleGANTrainArguments)
+from gan_accel.cyclegan.config import (
+    CycleGANDataArguments,
+    CycleGANEvalArguments,
+    CycleGANModelArguments,
+    CycleGANTrainArguments,
+)
 from gan_accel.cyclegan.trainer import CycleGANTrainer
 from helpers import load_script, read_jsonl
 
 train_cyclegan = load_script("train_cyclegan").main
 translate = load_script("translate").main
 
-CKPT_FILES = {"model.safetensors", "model_1.safetensors", "model_2.safetensors", "model_3.safetensors",
-              "optimizer.bin", "optimizer_1.bin", "optimizer_2.bin", "scheduler.bin", "scheduler_1.bin",
-              "scheduler_2.bin", "random_states_0.pkl", "pool_A.safetensors", "pool_B.safetensors", "recipe.json",
-              "trainer_state.json", "data_fingerprint.json"}
+CKPT_FILES = {
+    "model.safetensors",
+    "model_1.safetensors",
+    "model_2.safetensors",
+    "model_3.safetensors",
+    "optimizer.bin",
+    "optimizer_1.bin",
+    "optimizer_2.bin",
+    "scheduler.bin",
+    "scheduler_1.bin",
+    "scheduler_2.bin",
+    "random_states_0.pkl",
+    "pool_A.safetensors",
+    "pool_B.safetensors",
+    "recipe.json",
+    "trainer_state.json",
+    "data_fingerprint.json",
+}
 
 
 @pytest.fixture(scope="module")
@@ -31,9 +50,30 @@ def data_dir(tmp_path_factory):
 @pytest.fixture(scope="module")
 def run_dir(data_dir):
     out = data_dir.parent / "run"
-    assert train_cyclegan([*TINY_CYCLEGAN, "--dataset", "folder", "--data_dir", str(data_dir), "--output_dir", str(out),
-                           "--max_steps", "4", "--sample_every", "2", "--checkpointing_steps", "2",
-                           "--n_epochs", "1", "--n_epochs_decay", "1"]) == 0
+    assert (
+        train_cyclegan(
+            [
+                *TINY_CYCLEGAN,
+                "--dataset",
+                "folder",
+                "--data_dir",
+                str(data_dir),
+                "--output_dir",
+                str(out),
+                "--max_steps",
+                "4",
+                "--sample_every",
+                "2",
+                "--checkpointing_steps",
+                "2",
+                "--n_epochs",
+                "1",
+                "--n_epochs_decay",
+                "1",
+            ]
+        )
+        == 0
+    )
     return out
 
 
@@ -43,8 +83,20 @@ def test_train_writes_every_output(run_dir):
 
     records = read_jsonl(run_dir / "metrics.jsonl")
     assert [r["step"] for r in records] == [1, 2, 3, 4]
-    for key in ("loss/G_AB", "loss/G_BA", "loss/D_A", "loss/D_B", "loss/cycle_A", "loss/cycle_B", "loss/idt_A",
-                "loss/idt_B", "loss/G", "lr/G", "lr/D_A", "lr/D_B"):
+    for key in (
+        "loss/G_AB",
+        "loss/G_BA",
+        "loss/D_A",
+        "loss/D_B",
+        "loss/cycle_A",
+        "loss/cycle_B",
+        "loss/idt_A",
+        "loss/idt_B",
+        "loss/G",
+        "lr/G",
+        "lr/D_A",
+        "lr/D_B",
+    ):
         assert all(isinstance(r[key], float) for r in records), key
     # 2 updates an epoch: constant for epoch 0, then linear to 0 over epoch 1 (the reference schedule).
     assert [r["lr/G"] for r in records] == pytest.approx([2e-4, 2e-4, 1e-4, 0.0])
@@ -71,8 +123,19 @@ def test_train_writes_every_output(run_dir):
 
 def test_translate_writes_the_same_file_names(run_dir, data_dir, tmp_path):
     out = tmp_path / "translated"
-    assert translate(["--generator", str(run_dir / "generator_A2B"), "--input_dir", str(data_dir / "trainA"),
-                      "--output_dir", str(out)]) == 0
+    assert (
+        translate(
+            [
+                "--generator",
+                str(run_dir / "generator_A2B"),
+                "--input_dir",
+                str(data_dir / "trainA"),
+                "--output_dir",
+                str(out),
+            ]
+        )
+        == 0
+    )
     assert sorted(p.name for p in out.iterdir()) == sorted(p.name for p in (data_dir / "trainA").iterdir())
     with Image.open(out / "000.png") as img:
         assert img.size == (16, 16)
@@ -89,12 +152,28 @@ def test_exported_generator_is_the_trained_one(run_dir):
 @pytest.mark.parametrize("accum", [1, 2])
 def test_resume_equals_uninterrupted_run(tmp_path, data_dir, accum):
     # 2 updates an epoch (1 with accumulation 2): the split at update 3 is past the first epoch.
-    common = [*TINY_CYCLEGAN, "--dataset", "folder", "--data_dir", str(data_dir), "--checkpointing_steps", "3",
-              "--gradient_accumulation_steps", str(accum), "--n_epochs", "2", "--n_epochs_decay", "2"]
+    common = [
+        *TINY_CYCLEGAN,
+        "--dataset",
+        "folder",
+        "--data_dir",
+        str(data_dir),
+        "--checkpointing_steps",
+        "3",
+        "--gradient_accumulation_steps",
+        str(accum),
+        "--n_epochs",
+        "2",
+        "--n_epochs_decay",
+        "2",
+    ]
     straight, split = tmp_path / "straight", tmp_path / "split"
     assert train_cyclegan([*common, "--output_dir", str(straight), "--max_steps", "6"]) == 0
     assert train_cyclegan([*common, "--output_dir", str(split), "--max_steps", "3"]) == 0
-    assert train_cyclegan([*common, "--output_dir", str(split), "--max_steps", "6", "--resume_from_checkpoint", "latest"]) == 0
+    assert (
+        train_cyclegan([*common, "--output_dir", str(split), "--max_steps", "6", "--resume_from_checkpoint", "latest"])
+        == 0
+    )
     a = checkpoint_tensors(straight / "checkpoints" / "step_00000006")
     b = checkpoint_tensors(split / "checkpoints" / "step_00000006")
     assert a.keys() == b.keys() and int(a["pool_B.num_images"]) == 3
@@ -108,11 +187,13 @@ def test_generator_phase_leaves_the_discriminators_untouched(tmp_path, data_dir)
     """With accumulation, D's gradients from the previous micro-batch are still there when the G
     phase runs: the G loss, which goes through D_A and D_B, must neither change their weights nor
     add to those gradients."""
-    args = (CycleGANDataArguments(dataset="folder", data_dir=str(data_dir), image_size=16, load_size=18),
-            CycleGANModelArguments(g_channels=8, n_blocks=1, d_channels=8, d_layers=2),
-            CycleGANTrainArguments(batch_size=4, max_steps=3, sample_every=0, pool_size=3),
-            RunArguments(output_dir=str(tmp_path / "run"), gradient_accumulation_steps=2, checkpointing_steps=0),
-            CycleGANEvalArguments(evaluate=False))
+    args = (
+        CycleGANDataArguments(dataset="folder", data_dir=str(data_dir), image_size=16, load_size=18),
+        CycleGANModelArguments(g_channels=8, n_blocks=1, d_channels=8, d_layers=2),
+        CycleGANTrainArguments(batch_size=4, max_steps=3, sample_every=0, pool_size=3),
+        RunArguments(output_dir=str(tmp_path / "run"), gradient_accumulation_steps=2, checkpointing_steps=0),
+        CycleGANEvalArguments(evaluate=False),
+    )
     trainer = CycleGANTrainer(*args)
     g_phase, d_phase = trainer.engine.recipe.phases
     assert g_phase.name == "G" and d_phase.name == "D"
@@ -154,13 +235,37 @@ def test_help(script, capsys):
 @pytest.mark.parametrize("scheduler", ["linear", "cosine"])
 def test_toolkit_schedulers_warm_up_and_end_at_zero(tmp_path, data_dir, scheduler):
     out = tmp_path / "run"
-    assert train_cyclegan([*TINY_CYCLEGAN, "--dataset", "folder", "--data_dir", str(data_dir), "--output_dir", str(out),
-                           "--max_steps", "3", "--lr_scheduler", scheduler, "--warmup_steps", "1",
-                           "--checkpointing_steps", "0"]) == 0
+    assert (
+        train_cyclegan(
+            [
+                *TINY_CYCLEGAN,
+                "--dataset",
+                "folder",
+                "--data_dir",
+                str(data_dir),
+                "--output_dir",
+                str(out),
+                "--max_steps",
+                "3",
+                "--lr_scheduler",
+                scheduler,
+                "--warmup_steps",
+                "1",
+                "--checkpointing_steps",
+                "0",
+            ]
+        )
+        == 0
+    )
     lrs = [r["lr/G"] for r in read_jsonl(out / "metrics.jsonl")]
-    assert lrs[0] == pytest.approx(2e-4) and 0 < lrs[1] < 2e-4 and lrs[2] == 0.0  # after warm-up: decay over --max_steps
+    assert (
+        lrs[0] == pytest.approx(2e-4) and 0 < lrs[1] < 2e-4 and lrs[2] == 0.0
+    )  # after warm-up: decay over --max_steps
 
 
 def test_dry_run_prints_the_config_and_writes_nothing(tmp_path, capsys):
-    assert train_cyclegan([*TINY_CYCLEGAN, "--output_dir", str(tmp_path / "run"), "--dry_run", "--lambda_cycle", "5"]) == 0
+    assert (
+        train_cyclegan([*TINY_CYCLEGAN, "--output_dir", str(tmp_path / "run"), "--dry_run", "--lambda_cycle", "5"])
+        == 0
+    )
     assert '"lambda_cycle": 5.0' in capsys.readouterr().out and not (tmp_path / "run").exists()

@@ -6,7 +6,7 @@ import torch
 
 from gan_accel.cyclegan.data import random_crop_flip
 from gan_accel.cyclegan.digits_pair import digits_pair, thick_strokes
-from gan_accel.cyclegan.losses import (cycle_loss, discriminator_loss, generator_adversarial_loss, identity_loss)
+from gan_accel.cyclegan.losses import cycle_loss, discriminator_loss, generator_adversarial_loss, identity_loss
 from gan_accel.cyclegan.models import PatchDiscriminator, ResnetGenerator, min_image_size
 from gan_accel.cyclegan.pool import ImagePool
 from gan_accel.cyclegan.sampler import UnpairedSampler
@@ -47,22 +47,20 @@ def test_instance_norm_makes_a_split_batch_equal_the_whole():
 
 def test_losses():
     ones, zeros = torch.ones(2, 1, 3, 3), torch.zeros(2, 1, 3, 3)
-    assert discriminator_loss("lsgan", ones, zeros) == 0              # perfect D
-    assert discriminator_loss("lsgan", zeros, ones) == 1.0            # 0.5 * (1 + 1): halved
+    assert discriminator_loss("lsgan", ones, zeros) == 0  # perfect D
+    assert discriminator_loss("lsgan", zeros, ones) == 1.0  # 0.5 * (1 + 1): halved
     assert generator_adversarial_loss("lsgan", ones) == 0
-    assert generator_adversarial_loss("lsgan", zeros) == 1.0          # (0 - 1)^2, not halved
+    assert generator_adversarial_loss("lsgan", zeros) == 1.0  # (0 - 1)^2, not halved
     assert discriminator_loss("hinge", ones, -ones) == 0
     assert torch.isclose(discriminator_loss("nonsaturating", zeros, zeros), torch.log(torch.tensor(2.0)))
     real, rec = torch.zeros(2, 1, 4, 4), torch.full((2, 1, 4, 4), 0.5)
     assert cycle_loss(real, rec, 10.0) == 5.0 and identity_loss(real, rec, 5.0) == 2.5
 
 
-
-
 def test_pool_fills_then_returns_about_half_from_history():
     pool = ImagePool(pool_size=4, seed=0)
     first = torch.arange(4.0).view(4, 1, 1, 1)
-    assert torch.equal(pool.query(first), first)          # filling: every image stored and returned
+    assert torch.equal(pool.query(first), first)  # filling: every image stored and returned
     assert pool.num_images == 4 and torch.equal(pool.images, first)
     returned_stored = 0
     for step in range(250):
@@ -72,10 +70,10 @@ def test_pool_fills_then_returns_about_half_from_history():
         out = pool.query(new.view(4, 1, 1, 1)).flatten().tolist()
         after = set(pool.images.flatten().tolist())
         old = [v for v in out if v < base]
-        assert set(old) <= before and not set(old) & after   # an old image returned left the pool...
+        assert set(old) <= before and not set(old) & after  # an old image returned left the pool...
         assert len(after) == 4 and after - before <= {base + i for i in range(4)}  # ...for a new one
         returned_stored += sum(o != n for o, n in zip(out, new.tolist()))
-    assert 0.45 < returned_stored / 1000 < 0.55              # "half the time return a stored image"
+    assert 0.45 < returned_stored / 1000 < 0.55  # "half the time return a stored image"
 
 
 def test_pool_size_zero_passes_images_through():
@@ -117,7 +115,7 @@ def test_unpaired_sampler_streams_each_domain_and_resumes():
     epoch0 = list(s)
     assert len(epoch0) == 12
     a, b = [p[0] for p in epoch0], [p[1] for p in epoch0]
-    assert sorted(b) == list(range(12))                    # the longer domain: each image once
+    assert sorted(b) == list(range(12))  # the longer domain: each image once
     assert sorted(a[:5]) == sorted(a[5:10]) == list(range(5))  # the shorter: whole permutations in turn
     s.set_epoch(1)
     epoch1 = list(s)
@@ -126,15 +124,15 @@ def test_unpaired_sampler_streams_each_domain_and_resumes():
     assert [p[0] for p in epoch1] == s.stream(0, 12, 12).tolist()
     s.set_position(1, 7)
     assert list(s) == epoch1[7:]
-    assert len(list(s)) == 12                              # the skip applied once
+    assert len(list(s)) == 12  # the skip applied once
 
 
 def test_random_crop_and_flip():
     x = torch.arange(2 * 6 * 6, dtype=torch.float).view(2, 1, 6, 6)
     u = torch.tensor([[0.0, 0.0, 0.9], [0.99, 0.99, 0.1]])
     out = random_crop_flip(x, 4, u, flip=True)
-    assert torch.equal(out[0], x[0, :, :4, :4])                       # top-left, not flipped
-    assert torch.equal(out[1], x[1, :, 2:, 2:].flip(-1))              # bottom-right, flipped
+    assert torch.equal(out[0], x[0, :, :4, :4])  # top-left, not flipped
+    assert torch.equal(out[1], x[1, :, 2:, 2:].flip(-1))  # bottom-right, flipped
     assert torch.equal(random_crop_flip(x, 4, u, flip=False)[1], x[1, :, 2:, 2:])
 
 
@@ -146,4 +144,4 @@ def test_digits_pair_is_disjoint_labelled_and_styled():
     # Disjoint halves: no B image is the styled version of an A image.
     styled_a = {bytes(t.numpy()) for t in thick_strokes(a.images)}
     assert not styled_a & {bytes(t.numpy()) for t in b.images}
-    assert b.images.float().mean() > 1.5 * a.images.float().mean()     # thicker strokes: more ink
+    assert b.images.float().mean() > 1.5 * a.images.float().mean()  # thicker strokes: more ink

@@ -1,5 +1,6 @@
 """The decode cache: the same pixels as the in-memory decode, reopened without decoding, rebuilt
 when the folder changes or the cache is damaged, and bad cache folders refused in one line."""
+
 import contextlib
 import io
 import json
@@ -21,8 +22,15 @@ CPU = torch.device("cpu")
 
 
 def data_args(root, cache, **kw):
-    return GANDataArguments(dataset="folder", data_dir=str(root), image_size=16, channels=3, data_cache_dir=str(cache),
-                            data_decode_workers=kw.pop("workers", 0), **kw)
+    return GANDataArguments(
+        dataset="folder",
+        data_dir=str(root),
+        image_size=16,
+        channels=3,
+        data_cache_dir=str(cache),
+        data_decode_workers=kw.pop("workers", 0),
+        **kw,
+    )
 
 
 def open_source(root, cache, **kw):
@@ -41,7 +49,7 @@ def folder(tmp_path):
 
 
 def test_cache_holds_the_pixels_of_the_in_memory_decode(folder, tmp_path):
-    today = load_image_data("folder", str(folder), image_size=16, channels=3)   # the sequential in-memory decode
+    today = load_image_data("folder", str(folder), image_size=16, channels=3)  # the sequential in-memory decode
     source, lines = open_source(folder, tmp_path / "cache", workers=2, data_in_memory="no")
     assert "building" in lines[0] and source.cache.skipped == 1
     assert len(source) == len(today) == 24 and source.class_names == list(CLASSES)
@@ -66,7 +74,9 @@ def test_cache_build_skips_decompression_bombs(folder, tmp_path, monkeypatch):
     from PIL import Image
 
     for name, side in (("bomb_error", 50), ("bomb_warning", 40)):
-        Image.fromarray(torch.zeros(side, side, dtype=torch.uint8).numpy(), mode="L").save(folder / "cats" / f"{name}.png")
+        Image.fromarray(torch.zeros(side, side, dtype=torch.uint8).numpy(), mode="L").save(
+            folder / "cats" / f"{name}.png"
+        )
     monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", 1000)
     source, _ = open_source(folder, tmp_path / "cache", data_in_memory="no")
     assert len(source) == 24 and source.cache.skipped == 3
@@ -74,7 +84,7 @@ def test_cache_build_skips_decompression_bombs(folder, tmp_path, monkeypatch):
 
 
 def _touch_new_content(path):
-    elsewhere = path.parents[2] / "elsewhere"   # outside the data folder
+    elsewhere = path.parents[2] / "elsewhere"  # outside the data folder
     make_folder(elsewhere, per_class=1, seed=7)
     other = elsewhere / path.parent.name / "000.png"
     path.write_bytes(other.read_bytes())
@@ -86,7 +96,9 @@ CHANGES = {
     "file added": lambda root, entry: shutil.copy(root / "cats" / "000.png", root / "cats" / "new.png"),
     "file removed": lambda root, entry: (root / "dogs" / "003.png").unlink(),
     "file changed": lambda root, entry: _touch_new_content(root / "cats" / "005.png"),
-    "cache truncated": lambda root, entry: os.truncate(entry / "images.u8", os.path.getsize(entry / "images.u8") - 100),
+    "cache truncated": lambda root, entry: os.truncate(
+        entry / "images.u8", os.path.getsize(entry / "images.u8") - 100
+    ),
     "cache cut and zero-padded": lambda root, entry: _zero_tail(entry / "images.u8"),
     "meta.json garbled": lambda root, entry: (entry / "meta.json").write_text("{not json"),
     "meta.json missing": lambda root, entry: (entry / "meta.json").unlink(),
@@ -119,19 +131,38 @@ def test_changed_folder_or_damaged_cache_is_rebuilt(folder, tmp_path, change):
 def test_unwritable_cache_dir_is_one_line_and_touches_nothing(folder, tmp_path, capsys):
     blocker = tmp_path / "a_file"
     blocker.write_text("keep me")
-    line = user_error(train_gan, [*FOLDER_GAN, "--data_dir", str(folder), "--output_dir", str(tmp_path / "run"),
-                                  "--data_cache_dir", str(blocker / "sub"), "--max_steps", "1"], capsys)
+    line = user_error(
+        train_gan,
+        [
+            *FOLDER_GAN,
+            "--data_dir",
+            str(folder),
+            "--output_dir",
+            str(tmp_path / "run"),
+            "--data_cache_dir",
+            str(blocker / "sub"),
+            "--max_steps",
+            "1",
+        ],
+        capsys,
+    )
     assert f"--data_cache_dir {blocker / 'sub'}" in line and "writable" in line
     assert blocker.read_text() == "keep me" and not (tmp_path / "run").exists()
 
 
-@pytest.mark.parametrize("argv,match", [
-    (["--dataset", "hub"], "--dataset hub needs --dataset_name"),
-    (["--dataset", "folder", "--dataset_name", "x"], "--dataset_name loads a Hugging Face dataset; drop --dataset folder"),
-    (["--max_data_memory_mb", "0"], "--max_data_memory_mb must be > 0"),
-    (["--data_in_memory", "maybe"], "--data_in_memory/--data-in-memory: invalid choice: 'maybe'"),
-    (["--dataloader_num_workers", "-1"], "--dataloader_num_workers must be >= 0"),
-])
+@pytest.mark.parametrize(
+    "argv,match",
+    [
+        (["--dataset", "hub"], "--dataset hub needs --dataset_name"),
+        (
+            ["--dataset", "folder", "--dataset_name", "x"],
+            "--dataset_name loads a Hugging Face dataset; drop --dataset folder",
+        ),
+        (["--max_data_memory_mb", "0"], "--max_data_memory_mb must be > 0"),
+        (["--data_in_memory", "maybe"], "--data_in_memory/--data-in-memory: invalid choice: 'maybe'"),
+        (["--dataloader_num_workers", "-1"], "--dataloader_num_workers must be >= 0"),
+    ],
+)
 def test_invalid_data_flags(tmp_path, capsys, argv, match):
     line = user_error(train_gan, [*TINY_GAN, "--output_dir", str(tmp_path / "run"), *argv], capsys)
     assert match in line

@@ -1,5 +1,6 @@
 """The data fingerprint kept in checkpoints (gan_accel.data.fingerprint): what it records and how
 it words a change."""
+
 import os
 from types import SimpleNamespace
 
@@ -7,7 +8,12 @@ import numpy as np
 import pytest
 
 from gan_accel.data.fingerprint import (
-    check_run_outside_data, dataset_part, describe_changes, file_part, folder_part, image_fingerprint,
+    check_run_outside_data,
+    dataset_part,
+    describe_changes,
+    file_part,
+    folder_part,
+    image_fingerprint,
 )
 from gan_accel.errors import UserError
 from helpers import write_png
@@ -20,17 +26,23 @@ def folder(files: dict, classes=("a", "b")) -> dict:
 BASE = {"a/1.png": [10, 1], "a/2.png": [10, 2], "b/1.png": [10, 3]}
 
 
-@pytest.mark.parametrize("current,expected", [
-    (folder(BASE), []),
-    (folder({"a/1.png": [10, 1], "a/2.png": [10, 2], "c/1.png": [10, 3]}, ("a", "c")),
-     ["data_dir: class 'b' removed, class 'c' added (class ids shift); 1 image added: c/1.png; "
-      "1 image removed: b/1.png"]),
-    (folder({**BASE, "a/3.png": [5, 5], "a/4.png": [5, 5]}),
-     ["data_dir: 2 images added: a/3.png, a/4.png"]),
-    (folder({"a/1.png": [10, 1]}, ("a", "b")), ["data_dir: 2 images removed: a/2.png, b/1.png"]),
-    (folder({**BASE, "a/1.png": [10, 9]}), ["data_dir: 1 image changed (size or modification time): a/1.png"]),
-    (folder(BASE, ("b", "a")), ["data_dir: classes reordered ['a', 'b'] -> ['b', 'a'] (class ids shift)"]),
-])
+@pytest.mark.parametrize(
+    "current,expected",
+    [
+        (folder(BASE), []),
+        (
+            folder({"a/1.png": [10, 1], "a/2.png": [10, 2], "c/1.png": [10, 3]}, ("a", "c")),
+            [
+                "data_dir: class 'b' removed, class 'c' added (class ids shift); 1 image added: c/1.png; "
+                "1 image removed: b/1.png"
+            ],
+        ),
+        (folder({**BASE, "a/3.png": [5, 5], "a/4.png": [5, 5]}), ["data_dir: 2 images added: a/3.png, a/4.png"]),
+        (folder({"a/1.png": [10, 1]}, ("a", "b")), ["data_dir: 2 images removed: a/2.png, b/1.png"]),
+        (folder({**BASE, "a/1.png": [10, 9]}), ["data_dir: 1 image changed (size or modification time): a/1.png"]),
+        (folder(BASE, ("b", "a")), ["data_dir: classes reordered ['a', 'b'] -> ['b', 'a'] (class ids shift)"]),
+    ],
+)
 def test_folder_changes_are_named(current, expected):
     assert describe_changes({"data_dir": folder(BASE)}, {"data_dir": current}) == expected
 
@@ -46,9 +58,12 @@ def test_dataset_and_missing_parts():
     assert describe_changes({"dataset": digits}, {"dataset": dict(digits)}) == []
     other = dataset_part("digits", 1000, (1, 16, 16), [str(i) for i in range(9)])
     assert describe_changes({"dataset": digits}, {"dataset": other}) == [
-        "dataset: size 1797 -> 1000; class '9' removed (class ids shift)"]
+        "dataset: size 1797 -> 1000; class '9' removed (class ids shift)"
+    ]
     assert describe_changes({"dataset": digits}, {"data_dir": folder(BASE)}) == [
-        "data_dir: new", "dataset: no longer given"]
+        "data_dir: new",
+        "dataset: no longer given",
+    ]
 
 
 def test_a_file_is_its_content_not_its_mtime(tmp_path):
@@ -59,7 +74,8 @@ def test_a_file_is_its_content_not_its_mtime(tmp_path):
     assert describe_changes({"train_file": before}, {"train_file": file_part(path)}) == []
     path.write_text("text,label\na,y\n")
     assert describe_changes({"train_file": before}, {"train_file": file_part(path)}) == [
-        f"train_file: {path} changed (15 -> 15 bytes, other content)"]
+        f"train_file: {path} changed (15 -> 15 bytes, other content)"
+    ]
 
 
 def test_folder_part_lists_the_loaders_files_with_size_and_mtime(tmp_path):
@@ -74,8 +90,9 @@ def test_folder_part_lists_the_loaders_files_with_size_and_mtime(tmp_path):
     assert part == folder_part(tmp_path, [tmp_path / "cat/1.png", tmp_path / "dog/1.png"], ["cat", "dog"])
 
 
-@pytest.mark.parametrize("output,refused", [("data", True), ("data/run1", True), ("data/a/b", True),
-                                            ("run", False), ("data-run", False)])
+@pytest.mark.parametrize(
+    "output,refused", [("data", True), ("data/run1", True), ("data/a/b", True), ("run", False), ("data-run", False)]
+)
 def test_run_folder_inside_the_data_folder(tmp_path, output, refused):
     (tmp_path / "data").mkdir()
     args = SimpleNamespace(dataset="folder", data_dir=str(tmp_path / "data"))

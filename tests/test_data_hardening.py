@@ -1,6 +1,7 @@
 """Data paths under odd input: EXIF orientation on every decode path, file names that are not
 UTF-8, a stray image beside class folders, a broken metrics.jsonl line, a worker's error, and
 the decode cache's full-content hashes."""
+
 import os
 from pathlib import Path
 
@@ -37,7 +38,7 @@ def test_exif_orientation_is_applied_on_every_path(tmp_path):
 
     exif_rotated_jpeg(tmp_path / "photos" / "camera.jpg")
     assert_upright(load_image_data("folder", str(tmp_path / "photos"), image_size=32, channels=3).images[0])
-    assert_upright(FolderImages([tmp_path / "photos" / "camera.jpg"], 32, 3)[0][0])   # the decode cache, streaming
+    assert_upright(FolderImages([tmp_path / "photos" / "camera.jpg"], 32, 3)[0][0])  # the decode cache, streaming
     translate_folder(torch.nn.Identity(), tmp_path / "photos", tmp_path / "out", 32, 3)
     translated = np.array(Image.open(tmp_path / "out" / "camera.jpg").convert("RGB"))
     assert_upright(torch.from_numpy(translated).permute(2, 0, 1))
@@ -52,8 +53,15 @@ def test_exif_orientation_through_datasets_imagefolder(tmp_path, monkeypatch):
 
     monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", str(tmp_path / "hf"))
     exif_rotated_jpeg(tmp_path / "photos" / "camera.jpg")
-    args = GANDataArguments(dataset="imagefolder", data_dir=str(tmp_path / "photos"), image_size=32, channels=3,
-                            data_cache_dir="none", data_decode_workers=0, data_in_memory="yes")
+    args = GANDataArguments(
+        dataset="imagefolder",
+        data_dir=str(tmp_path / "photos"),
+        image_size=32,
+        channels=3,
+        data_cache_dir="none",
+        data_decode_workers=0,
+        data_in_memory="yes",
+    )
     source = open_image_source(args, CPU, print_fn=lambda *a: None, show_progress=False)
     assert_upright(source.images[0])
 
@@ -63,8 +71,9 @@ def open_folder(root, cache, **kw):
     from gan_accel.gan.config import GANDataArguments
 
     kw.setdefault("image_size", 16)
-    args = GANDataArguments(dataset="folder", data_dir=str(root), channels=3, data_cache_dir=str(cache),
-                            data_decode_workers=0, **kw)
+    args = GANDataArguments(
+        dataset="folder", data_dir=str(root), channels=3, data_cache_dir=str(cache), data_decode_workers=0, **kw
+    )
     return open_image_source(args, CPU, print_fn=lambda *a: None, show_progress=False)
 
 
@@ -106,8 +115,21 @@ def test_a_corrupt_file_in_a_streamed_run_is_one_line(tmp_path, capsys):
 
     root = make_folder(tmp_path / "images", per_class=8)
     (root / "dogs" / "zz.png").write_bytes(b"not a png")
-    argv = [*FOLDER_GAN, "--data_dir", str(root), "--data_cache_dir", "none", "--data_in_memory", "no",
-            "--dataloader_num_workers", "1", "--max_steps", "3", "--output_dir", str(tmp_path / "run")]
+    argv = [
+        *FOLDER_GAN,
+        "--data_dir",
+        str(root),
+        "--data_cache_dir",
+        "none",
+        "--data_in_memory",
+        "no",
+        "--dataloader_num_workers",
+        "1",
+        "--max_steps",
+        "3",
+        "--output_dir",
+        str(tmp_path / "run"),
+    ]
     line = user_error(load_script("train_gan").main, argv, capsys, bar="gan")
     assert f"{root / 'dogs' / 'zz.png'}: unreadable image" in line
 

@@ -1,5 +1,6 @@
 """Streaming vs in memory: the same batches and the same weights, bit for bit; exact mid-epoch
 resume when streaming; --data_in_memory auto follows the budget; images through `datasets`."""
+
 import json
 
 import pytest
@@ -19,23 +20,30 @@ CPU = torch.device("cpu")
 
 @pytest.fixture(scope="module")
 def folder(tmp_path_factory):
-    return make_folder(tmp_path_factory.mktemp("data") / "images")   # 80 images: 5 batches of 16 per epoch
+    return make_folder(tmp_path_factory.mktemp("data") / "images")  # 80 images: 5 batches of 16 per epoch
 
 
 def source(folder, cache, **kw):
-    args = GANDataArguments(dataset="folder", data_dir=str(folder), image_size=16, channels=3, data_cache_dir=str(cache),
-                            data_decode_workers=0, **kw)
+    args = GANDataArguments(
+        dataset="folder",
+        data_dir=str(folder),
+        image_size=16,
+        channels=3,
+        data_cache_dir=str(cache),
+        data_decode_workers=0,
+        **kw,
+    )
     return open_image_source(args, CPU, print_fn=lambda *a: None, show_progress=False)
 
 
 def test_streamed_batches_equal_in_memory_batches(folder, tmp_path):
-    memory = source(folder, "none", data_in_memory="yes")          # today's sequential decode, no cache
+    memory = source(folder, "none", data_in_memory="yes")  # today's sequential decode, no cache
     streamed = source(folder, tmp_path / "cache", data_in_memory="no")
     assert memory.in_memory and not streamed.in_memory
     batches = []
     for src, workers in ((memory, 0), (streamed, 2)):
         sampler = ResumableSampler(len(src), seed=3)
-        sampler.set_position(1, 32)                                  # epoch 1, two batches in
+        sampler.set_position(1, 32)  # epoch 1, two batches in
         loader = src.make_loader(16, sampler, workers, CPU)
         batches.append([src.real_batch(b) for b in loader])
     (a, b) = batches
@@ -52,8 +60,18 @@ def run(folder, out, *extra):
 def test_streaming_trains_the_same_weights_as_in_memory(folder, tmp_path, capsys):
     run(folder, tmp_path / "memory", "--max_steps", "6", "--data_in_memory", "yes", "--data_cache_dir", "none")
     assert "in memory on the accelerator (" in capsys.readouterr().out
-    run(folder, tmp_path / "stream", "--max_steps", "6", "--data_in_memory", "no", "--dataloader_num_workers", "1",
-        "--data_cache_dir", str(tmp_path / "cache"))
+    run(
+        folder,
+        tmp_path / "stream",
+        "--max_steps",
+        "6",
+        "--data_in_memory",
+        "no",
+        "--dataloader_num_workers",
+        "1",
+        "--data_cache_dir",
+        str(tmp_path / "cache"),
+    )
     assert "streamed by DataLoader workers from the decode cache" in capsys.readouterr().out
     a = tensors_of(tmp_path / "memory" / "checkpoints" / "step_00000006")
     b = tensors_of(tmp_path / "stream" / "checkpoints" / "step_00000006")
@@ -75,7 +93,7 @@ def test_streaming_resumes_mid_epoch_exactly(folder, tmp_path):
 
 
 def test_auto_streams_when_the_budget_is_below_the_dataset(folder, tmp_path):
-    size_mb = 80 * 3 * 16 * 16 / 2**20                          # 0.06 MB decoded
+    size_mb = 80 * 3 * 16 * 16 / 2**20  # 0.06 MB decoded
     small = source(folder, tmp_path / "cache", max_data_memory_mb=size_mb / 2)
     assert not small.in_memory and "exceeds the budget" in small.reason and "--max_data_memory_mb" in small.reason
     large = source(folder, tmp_path / "cache", max_data_memory_mb=size_mb * 2)
@@ -93,19 +111,27 @@ def test_streamed_evaluation_sees_a_bounded_subset(folder, tmp_path):
     assert len(subset) == 30 and subset.class_names == list(CLASSES)
     rows = [i for i in range(len(full)) if any(torch.equal(full.images[i], x) for x in subset.images)]
     assert len(rows) == 30
-    assert torch.equal(streamed.image_data().images, full.images)   # under the limit: all of them
+    assert torch.equal(streamed.image_data().images, full.images)  # under the limit: all of them
 
 
 def test_imagefolder_through_datasets_gives_the_same_images_and_labels(folder, tmp_path, monkeypatch):
     datasets = pytest.importorskip("datasets")
     monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", str(tmp_path / "hf"))
-    args = GANDataArguments(dataset="imagefolder", data_dir=str(folder), image_size=16, channels=3,
-                            data_cache_dir=str(tmp_path / "cache"), data_decode_workers=0, data_in_memory="no")
+    args = GANDataArguments(
+        dataset="imagefolder",
+        data_dir=str(folder),
+        image_size=16,
+        channels=3,
+        data_cache_dir=str(tmp_path / "cache"),
+        data_decode_workers=0,
+        data_in_memory="no",
+    )
     hf = open_image_source(args, CPU, print_fn=lambda *a: None, show_progress=False)
     full = load_image_data("folder", str(folder), image_size=16, channels=3)
     assert hf.class_names == list(CLASSES) and len(hf) == len(full)
     batch = hf.stream.__getitems__(list(range(len(hf))))
 
     def pairs(images, labels):
-        return sorted((int(l), bytes(x.numpy().tobytes())) for x, l in zip(images, labels))
+        return sorted((int(label), bytes(x.numpy().tobytes())) for x, label in zip(images, labels))
+
     assert pairs(batch["images"], batch["labels"]) == pairs(full.images, full.labels)

@@ -2,9 +2,9 @@
 learns the teacher's predictions, the teacher never changes, the exported student loads in
 ``pipeline`` and ``scripts/predict.py``, each loss term is wired, and a mismatched teacher or
 student is refused with one line before anything is written."""
+
 import importlib
 import json
-import sys
 from pathlib import Path
 
 import pytest
@@ -28,8 +28,18 @@ def setup(tmp_path_factory):
 def distilled(setup):
     """A 1-layer student made from the 2-layer teacher, distilled for 3 epochs (logits cached)."""
     teacher_before = load_file(str(setup["teacher"] / "model.safetensors"))
-    out = distill_in_process(distill_argv(setup, setup["folder"] / "student", "--student_from_teacher",
-                                          "--student_layers", "1", "--num_train_epochs", "3", "--cache_teacher_logits"))
+    out = distill_in_process(
+        distill_argv(
+            setup,
+            setup["folder"] / "student",
+            "--student_from_teacher",
+            "--student_layers",
+            "1",
+            "--num_train_epochs",
+            "3",
+            "--cache_teacher_logits",
+        )
+    )
     return out, teacher_before
 
 
@@ -66,29 +76,41 @@ def test_exported_student_loads_in_pipeline_and_predict(distilled, tmp_path, cap
     model = AutoModelForSequenceClassification.from_pretrained(out / "model")
     assert model.config.n_layers == 1 and model.config.id2label == {0: "negative", 1: "positive"}
     classify = pipeline("text-classification", model=str(out / "model"))
-    assert {r["label"] for r in classify(["good great wonderful film", "bad awful boring film"])} <= {"negative", "positive"}
+    assert {r["label"] for r in classify(["good great wonderful film", "bad awful boring film"])} <= {
+        "negative",
+        "positive",
+    }
     capsys.readouterr()
     assert load_script("predict").main(["--model", str(out / "model"), "--text", "a good great and lovely plot"]) == 0
     assert json.loads(capsys.readouterr().out.strip().splitlines()[0])["label"] in ("negative", "positive")
 
 
-@pytest.mark.parametrize("flags,logged,absent", [
-    (["--alpha_kd", "0", "--alpha_ce", "1"], {"loss/ce"}, {"loss/kd", "loss/cos"}),     # labels only (the ablation)
-    (["--alpha_kd", "1", "--alpha_ce", "0", "--alpha_cos", "1"], {"loss/kd", "loss/cos"}, {"loss/ce"}),
-    (["--mixed_precision", "bf16", "--cache_teacher_logits"], {"loss/kd", "loss/ce"}, {"loss/cos"}),  # autocast on CPU
-    (["--gradient_checkpointing"], {"loss/kd", "loss/ce"}, {"loss/cos"}),
-])
+@pytest.mark.parametrize(
+    "flags,logged,absent",
+    [
+        (["--alpha_kd", "0", "--alpha_ce", "1"], {"loss/ce"}, {"loss/kd", "loss/cos"}),  # labels only (the ablation)
+        (["--alpha_kd", "1", "--alpha_ce", "0", "--alpha_cos", "1"], {"loss/kd", "loss/cos"}, {"loss/ce"}),
+        (
+            ["--mixed_precision", "bf16", "--cache_teacher_logits"],
+            {"loss/kd", "loss/ce"},
+            {"loss/cos"},
+        ),  # autocast on CPU
+        (["--gradient_checkpointing"], {"loss/kd", "loss/ce"}, {"loss/cos"}),
+    ],
+)
 def test_each_loss_term_is_wired(setup, tmp_path, flags, logged, absent):
-    out = distill_in_process(distill_argv(setup, tmp_path / "run", "--student_from_teacher", "--max_steps", "4",
-                                          "--log_every", "2", *flags))
+    out = distill_in_process(
+        distill_argv(setup, tmp_path / "run", "--student_from_teacher", "--max_steps", "4", "--log_every", "2", *flags)
+    )
     record = read_jsonl(out / "metrics.jsonl")[0]
     assert logged <= record.keys() and not absent & record.keys(), record
 
 
 def test_student_from_its_own_checkpoint(setup, tmp_path):
     # The untrained tiny DistilBERT shares the teacher's tokenizer: a fresh head is drawn for it.
-    out = distill_in_process(distill_argv(setup, tmp_path / "run", "--student_model_name_or_path", str(setup["tiny"]),
-                                          "--max_steps", "3"))
+    out = distill_in_process(
+        distill_argv(setup, tmp_path / "run", "--student_model_name_or_path", str(setup["tiny"]), "--max_steps", "3")
+    )
     assert json.loads((out / "eval_results.json").read_text())["student"]["final"]["eval/samples"] == 101
 
 
@@ -102,10 +124,14 @@ def refused(argv, capsys, out: Path) -> str:
 
 def test_label_set_mismatch_is_one_line(setup, tmp_path, capsys):
     rows = [{"text": "good film", "label": lab} for lab in ("positive", "negative", "neutral")] * 4
-    data = {"train": write_rows(tmp_path / "three.csv", rows), "validation": write_rows(tmp_path / "three_val.csv", rows)}
+    data = {
+        "train": write_rows(tmp_path / "three.csv", rows),
+        "validation": write_rows(tmp_path / "three_val.csv", rows),
+    }
     argv = distill_argv({**setup, "corpus": data}, tmp_path / "out", "--student_from_teacher")
-    assert "its labels ['negative', 'positive'] differ from the data's ['negative', 'neutral', 'positive']" in \
-        refused(argv, capsys, tmp_path / "out")
+    assert "its labels ['negative', 'positive'] differ from the data's ['negative', 'neutral', 'positive']" in refused(
+        argv, capsys, tmp_path / "out"
+    )
     argv = distill_argv(setup, tmp_path / "out", "--student_from_teacher", "--label_names", "positive", "negative")
     assert "are the data's in another order" in refused(argv, capsys, tmp_path / "out")
 
@@ -113,18 +139,30 @@ def test_label_set_mismatch_is_one_line(setup, tmp_path, capsys):
 def test_vocabulary_mismatch_is_one_line(setup, tmp_path, capsys):
     rows = [{"text": f"completely unrelated words number {i} zebra quartz", "label": "x"} for i in range(20)]
     other = make_tiny(tmp_path / "other", write_rows(tmp_path / "other.csv", rows))
-    line = refused(distill_argv(setup, tmp_path / "out", "--student_model_name_or_path", str(other)), capsys,
-                   tmp_path / "out")
+    line = refused(
+        distill_argv(setup, tmp_path / "out", "--student_model_name_or_path", str(other)), capsys, tmp_path / "out"
+    )
     assert line.startswith(f"error: --student_model_name_or_path {other}: its tokenizer vocabulary")
 
 
-@pytest.mark.parametrize("flags,match", [
-    (["--student_from_teacher", "--student_layers", "3"], "--student_layers 3: must be between 1 and the teacher's 2"),
-    (["--student_from_teacher", "--cache_teacher_logits", "--alpha_cos", "1"], "cannot be combined with --alpha_cos"),
-    ([], "pass exactly one of --student_model_name_or_path or --student_from_teacher"),
-    (["--student_from_teacher", "--teacher_model_name_or_path", "no/such/folder"],
-     "--teacher_model_name_or_path no/such/folder: could not load its tokenizer"),
-])
+@pytest.mark.parametrize(
+    "flags,match",
+    [
+        (
+            ["--student_from_teacher", "--student_layers", "3"],
+            "--student_layers 3: must be between 1 and the teacher's 2",
+        ),
+        (
+            ["--student_from_teacher", "--cache_teacher_logits", "--alpha_cos", "1"],
+            "cannot be combined with --alpha_cos",
+        ),
+        ([], "pass exactly one of --student_model_name_or_path or --student_from_teacher"),
+        (
+            ["--student_from_teacher", "--teacher_model_name_or_path", "no/such/folder"],
+            "--teacher_model_name_or_path no/such/folder: could not load its tokenizer",
+        ),
+    ],
+)
 def test_bad_flags_are_one_line(setup, tmp_path, capsys, flags, match):
     assert match in refused(distill_argv(setup, tmp_path / "out", *flags), capsys, tmp_path / "out")
 
@@ -134,8 +172,18 @@ def test_help_lists_the_distillation_flags(capsys):
         distill_main(["--help"])
     assert info.value.code == 0
     text = capsys.readouterr().out
-    for flag in ("--teacher_model_name_or_path", "--student_from_teacher", "--student_layers", "--alpha_kd",
-                 "--alpha_ce", "--alpha_cos", "--temperature", "--cache_teacher_logits", "--train_file", "--max_length"):
+    for flag in (
+        "--teacher_model_name_or_path",
+        "--student_from_teacher",
+        "--student_layers",
+        "--alpha_kd",
+        "--alpha_ce",
+        "--alpha_cos",
+        "--temperature",
+        "--cache_teacher_logits",
+        "--train_file",
+        "--max_length",
+    ):
         assert flag in text, flag
 
 
@@ -143,8 +191,21 @@ def test_divergence_stops_with_one_line_and_keeps_only_finite_checkpoints(setup,
     from gan_accel.loop.guard import NonFiniteError
 
     out = tmp_path / "run"
-    argv = distill_argv(setup, out, "--student_from_teacher", "--max_steps", "30", "--checkpointing_steps", "2",
-                        "--log_every", "1", "--max_nonfinite_steps", "2", "--learning_rate", "1e10")
+    argv = distill_argv(
+        setup,
+        out,
+        "--student_from_teacher",
+        "--max_steps",
+        "30",
+        "--checkpointing_steps",
+        "2",
+        "--log_every",
+        "1",
+        "--max_nonfinite_steps",
+        "2",
+        "--learning_rate",
+        "1e10",
+    )
     with pytest.raises(NonFiniteError, match="non-finite") as info:  # a UserError: one line from the script
         distill_in_process(argv)
     assert "\n" not in str(info.value)

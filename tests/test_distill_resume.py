@@ -3,10 +3,10 @@ update k by a real SIGTERM and resumed with --resume_from_checkpoint latest, it 
 student, teacher, optimizer state, scheduler and counters as the run done straight through to 2k.
 k falls mid-epoch, 2k lies in the next epoch, accumulation is 2 and the student's dropout is on.
 With the cache, the resumed run reads the logits from the run folder instead of recomputing them."""
+
 import json
 import os
 import signal
-import sys
 from pathlib import Path
 
 import pytest
@@ -27,14 +27,27 @@ def setup(tmp_path_factory):
 
 
 def argv_for(setup, out, *extra):
-    return distill_argv(setup, out, "--student_from_teacher", "--max_steps", str(2 * K),
-                        "--gradient_accumulation_steps", "2", "--eval_every", "5", "--weight_decay", "0.01", *extra)
+    return distill_argv(
+        setup,
+        out,
+        "--student_from_teacher",
+        "--max_steps",
+        str(2 * K),
+        "--gradient_accumulation_steps",
+        "2",
+        "--eval_every",
+        "5",
+        "--weight_decay",
+        "0.01",
+        *extra,
+    )
 
 
 def interrupt_at(step):
     def on_update(state):
         if state.step == step:
             os.kill(os.getpid(), signal.SIGTERM)  # handled by the run's graceful stop: checkpoint, then stop
+
     return on_update
 
 

@@ -1,22 +1,25 @@
 """Distillation components on their own: the losses against hand-computed values, DistilBERT's
 student initialisation, the label/vocabulary checks, the config rules and the logit cache."""
+
 import math
-import sys
-from pathlib import Path
 
 import pytest
 import torch
 
 import classifier_fixtures  # noqa: E402,F401  (sets the offline environment)
-
 from gan_accel.classifier.distill.config import DistillArguments, DistillModelArguments  # noqa: E402
 from gan_accel.classifier.distill.losses import (  # noqa: E402
-    distillation_loss, hard_target_loss, hidden_cosine_loss, soft_target_loss,
+    distillation_loss,
+    hard_target_loss,
+    hidden_cosine_loss,
+    soft_target_loss,
 )
 from gan_accel.classifier.distill.networks import check_labels, check_vocabulary, check_widths  # noqa: E402
 from gan_accel.classifier.distill.student import layer_map, parameter_count, student_from_teacher  # noqa: E402
 from gan_accel.classifier.distill.teacher import (  # noqa: E402
-    IndexedDataset, load_cached_logits, save_cached_logits,
+    IndexedDataset,
+    load_cached_logits,
+    save_cached_logits,
 )
 from gan_accel.errors import ConfigError, UserError  # noqa: E402
 
@@ -35,7 +38,8 @@ def test_soft_target_loss_hand_values():
     student, teacher = torch.tensor([[0.0, 0.0]]), torch.tensor([[math.log(3.0), 0.0]])
     # T = 1: teacher probabilities (3/4, 1/4) against the uniform student.
     assert soft_target_loss(student, teacher, 1.0).item() == pytest.approx(
-        0.75 * math.log(1.5) + 0.25 * math.log(0.5), abs=1e-6)                     # 0.130812
+        0.75 * math.log(1.5) + 0.25 * math.log(0.5), abs=1e-6
+    )  # 0.130812
     # T = 2: softmax(teacher / 2) = (sqrt 3, 1) / (sqrt 3 + 1); KL to uniform, times T^2 = 4.
     p = [math.sqrt(3) / (math.sqrt(3) + 1), 1 / (math.sqrt(3) + 1)]
     assert soft_target_loss(student, teacher, 2.0).item() == pytest.approx(4 * kl(p, [0.5, 0.5]), abs=1e-6)
@@ -44,15 +48,18 @@ def test_soft_target_loss_hand_values():
 def test_soft_target_loss_averages_over_the_batch_and_is_zero_on_agreement():
     s = torch.tensor([[1.0, -2.0, 0.5], [0.0, 0.3, 0.1]])
     t = torch.tensor([[0.2, 0.1, -1.0], [2.0, 0.0, 0.0]])
-    per_row = [kl(softmax([v / 3 for v in ti]), softmax([v / 3 for v in si])) for si, ti in zip(s.tolist(), t.tolist())]
+    per_row = [
+        kl(softmax([v / 3 for v in ti]), softmax([v / 3 for v in si])) for si, ti in zip(s.tolist(), t.tolist())
+    ]
     assert soft_target_loss(s, t, 3.0).item() == pytest.approx(9 * sum(per_row) / 2, abs=1e-6)
     assert soft_target_loss(t, t, 3.0).item() == pytest.approx(0.0, abs=1e-7)
 
 
 def test_hard_target_loss_and_cosine_loss_hand_values():
-    assert hard_target_loss(torch.tensor([[0.0, 0.0], [0.0, math.log(3.0)]]), torch.tensor([0, 1])).item() == \
-        pytest.approx((math.log(2) + math.log(4 / 3)) / 2, abs=1e-6)
-    s = torch.tensor([[[1.0, 0.0], [1.0, 0.0], [5.0, 5.0]]])                       # [B=1, L=3, D=2]
+    assert hard_target_loss(
+        torch.tensor([[0.0, 0.0], [0.0, math.log(3.0)]]), torch.tensor([0, 1])
+    ).item() == pytest.approx((math.log(2) + math.log(4 / 3)) / 2, abs=1e-6)
+    s = torch.tensor([[[1.0, 0.0], [1.0, 0.0], [5.0, 5.0]]])  # [B=1, L=3, D=2]
     t = torch.tensor([[[0.0, 1.0], [2.0, 0.0], [-9.0, 1.0]]])
     # Orthogonal (1 - 0) and parallel (1 - 1); the third token is padding and must not count.
     assert hidden_cosine_loss(s, t, torch.tensor([[1, 1, 0]])).item() == pytest.approx(0.5, abs=1e-6)
@@ -61,11 +68,15 @@ def test_hard_target_loss_and_cosine_loss_hand_values():
 def test_distillation_loss_weighs_and_logs_each_term():
     s, t, y = torch.tensor([[0.0, 0.0]]), torch.tensor([[math.log(3.0), 0.0]]), torch.tensor([1])
     hidden = (torch.tensor([[[1.0, 0.0]]]), torch.tensor([[[0.0, 1.0]]]), torch.tensor([[1]]))
-    loss, metrics = distillation_loss(s, t, y, alpha_kd=0.5, alpha_ce=2.0, temperature=1.0, alpha_cos=3.0, hidden=hidden)
+    loss, metrics = distillation_loss(
+        s, t, y, alpha_kd=0.5, alpha_ce=2.0, temperature=1.0, alpha_cos=3.0, hidden=hidden
+    )
     kd, ce = 0.75 * math.log(1.5) + 0.25 * math.log(0.5), math.log(2)
     assert loss.item() == pytest.approx(0.5 * kd + 2.0 * ce + 3.0 * 1.0, abs=1e-6)
     assert metrics["loss/kd"].item() == pytest.approx(kd, abs=1e-6)  # unweighted terms
-    assert metrics["loss/ce"].item() == pytest.approx(ce, abs=1e-6) and metrics["loss/cos"].item() == pytest.approx(1.0)
+    assert metrics["loss/ce"].item() == pytest.approx(ce, abs=1e-6) and metrics["loss/cos"].item() == pytest.approx(
+        1.0
+    )
     _, labels_only = distillation_loss(s, t, y, alpha_kd=0.0, alpha_ce=1.0, temperature=2.0)
     assert set(labels_only) == {"loss/train", "loss/ce"}
     with pytest.raises(ValueError, match="hidden states"):
@@ -91,16 +102,30 @@ def tiny_distilbert(n_layers=4, dim=16, labels=("a", "b", "c")):
     from transformers import DistilBertConfig, DistilBertForSequenceClassification
 
     torch.manual_seed(0)
-    config = DistilBertConfig(vocab_size=50, dim=dim, hidden_dim=2 * dim, n_layers=n_layers, n_heads=2,
-                              max_position_embeddings=32, num_labels=len(labels),
-                              id2label=dict(enumerate(labels)), label2id={n: i for i, n in enumerate(labels)})
+    config = DistilBertConfig(
+        vocab_size=50,
+        dim=dim,
+        hidden_dim=2 * dim,
+        n_layers=n_layers,
+        n_heads=2,
+        max_position_embeddings=32,
+        num_labels=len(labels),
+        id2label=dict(enumerate(labels)),
+        label2id={n: i for i, n in enumerate(labels)},
+    )
     return DistilBertForSequenceClassification(config).eval()
 
 
-@pytest.mark.parametrize("teacher,student,expected", [
-    (12, 6, [0, 2, 4, 7, 9, 11]),   # DistilBERT's own choice from BERT-base
-    (4, 2, [0, 3]), (6, 3, [0, 2, 5]), (3, 3, [0, 1, 2]), (2, 1, [0]),
-])
+@pytest.mark.parametrize(
+    "teacher,student,expected",
+    [
+        (12, 6, [0, 2, 4, 7, 9, 11]),  # DistilBERT's own choice from BERT-base
+        (4, 2, [0, 3]),
+        (6, 3, [0, 2, 5]),
+        (3, 3, [0, 1, 2]),
+        (2, 1, [0]),
+    ],
+)
 def test_layer_map(teacher, student, expected):
     assert layer_map(teacher, student) == expected
 
@@ -138,8 +163,16 @@ def test_student_from_teacher_works_for_bert_too():
     from transformers import BertConfig, BertForSequenceClassification
 
     torch.manual_seed(0)
-    teacher = BertForSequenceClassification(BertConfig(vocab_size=40, hidden_size=16, num_hidden_layers=6,
-                                                       num_attention_heads=2, intermediate_size=32, num_labels=2))
+    teacher = BertForSequenceClassification(
+        BertConfig(
+            vocab_size=40,
+            hidden_size=16,
+            num_hidden_layers=6,
+            num_attention_heads=2,
+            intermediate_size=32,
+            num_labels=2,
+        )
+    )
     student = student_from_teacher(teacher, 3)
     assert student.config.num_hidden_layers == 3
     for i, j in enumerate([0, 2, 5]):
@@ -151,8 +184,11 @@ def test_student_from_teacher_works_for_bert_too():
 def test_label_checks():
     teacher = tiny_distilbert(labels=("a", "b", "c")).config
     check_labels(teacher, ["a", "b", "c"], "T")
-    with pytest.raises(UserError, match=r"--teacher_model_name_or_path T: its labels \['a', 'b', 'c'\] are the data's "
-                                        r"in another order .*; pass --label_names a b c"):
+    with pytest.raises(
+        UserError,
+        match=r"--teacher_model_name_or_path T: its labels \['a', 'b', 'c'\] are the data's "
+        r"in another order .*; pass --label_names a b c",
+    ):
         check_labels(teacher, ["c", "b", "a"], "T")
     with pytest.raises(UserError, match=r"its labels \['a', 'b', 'c'\] differ from the data's \['a', 'b'\]"):
         check_labels(teacher, ["a", "b"], "T")
@@ -167,38 +203,56 @@ def test_vocabulary_check(tmp_path):
     other = train_wordpiece(["completely different words here"] * 3, vocab_size=60)
     one.save_pretrained(tmp_path)
     check_vocabulary(one, AutoTokenizer.from_pretrained(tmp_path), "S")  # the same vocabulary, saved and reloaded
-    with pytest.raises(UserError, match=r"--student_model_name_or_path S: its tokenizer vocabulary \(\d+ tokens\) is "
-                                        r"not the teacher's"):
+    with pytest.raises(
+        UserError,
+        match=r"--student_model_name_or_path S: its tokenizer vocabulary \(\d+ tokens\) is "
+        r"not the teacher's",
+    ):
         check_vocabulary(one, other, "S")
 
 
 def test_width_check_only_with_the_cosine_loss():
     teacher, narrow = tiny_distilbert(dim=16).config, tiny_distilbert(dim=8).config
     check_widths(teacher, narrow, alpha_cos=0.0)
-    with pytest.raises(UserError, match=r"--alpha_cos 1.0: the student's hidden width \(8\) is not the teacher's \(16\)"):
+    with pytest.raises(
+        UserError, match=r"--alpha_cos 1.0: the student's hidden width \(8\) is not the teacher's \(16\)"
+    ):
         check_widths(teacher, narrow, alpha_cos=1.0)
 
 
-@pytest.mark.parametrize("kwargs,match", [
-    ({}, "--teacher_model_name_or_path is required"),
-    ({"teacher_model_name_or_path": "T"}, "exactly one of --student_model_name_or_path or --student_from_teacher"),
-    ({"teacher_model_name_or_path": "T", "student_model_name_or_path": "S", "student_from_teacher": True},
-     "exactly one of"),
-    ({"teacher_model_name_or_path": "T", "student_model_name_or_path": "S", "student_layers": 2},
-     "--student_layers needs --student_from_teacher"),
-    ({"teacher_model_name_or_path": "T", "student_from_teacher": True, "student_layers": 0}, "--student_layers must be > 0"),
-])
+@pytest.mark.parametrize(
+    "kwargs,match",
+    [
+        ({}, "--teacher_model_name_or_path is required"),
+        ({"teacher_model_name_or_path": "T"}, "exactly one of --student_model_name_or_path or --student_from_teacher"),
+        (
+            {"teacher_model_name_or_path": "T", "student_model_name_or_path": "S", "student_from_teacher": True},
+            "exactly one of",
+        ),
+        (
+            {"teacher_model_name_or_path": "T", "student_model_name_or_path": "S", "student_layers": 2},
+            "--student_layers needs --student_from_teacher",
+        ),
+        (
+            {"teacher_model_name_or_path": "T", "student_from_teacher": True, "student_layers": 0},
+            "--student_layers must be > 0",
+        ),
+    ],
+)
 def test_model_config_rules(kwargs, match):
     with pytest.raises(ConfigError, match=match):
         DistillModelArguments(**kwargs)
 
 
-@pytest.mark.parametrize("kwargs,match", [
-    ({"alpha_kd": -1.0}, "--alpha_kd must be >= 0"),
-    ({"alpha_kd": 0.0, "alpha_ce": 0.0}, "all 0"),
-    ({"temperature": 0.0}, "--temperature must be > 0"),
-    ({"cache_teacher_logits": True, "alpha_cos": 1.0}, "cannot be combined with --alpha_cos"),
-])
+@pytest.mark.parametrize(
+    "kwargs,match",
+    [
+        ({"alpha_kd": -1.0}, "--alpha_kd must be >= 0"),
+        ({"alpha_kd": 0.0, "alpha_ce": 0.0}, "all 0"),
+        ({"temperature": 0.0}, "--temperature must be > 0"),
+        ({"cache_teacher_logits": True, "alpha_cos": 1.0}, "cannot be combined with --alpha_cos"),
+    ],
+)
 def test_loss_config_rules(kwargs, match):
     with pytest.raises(ConfigError, match=match):
         DistillArguments(**kwargs)
@@ -229,10 +283,19 @@ def test_computed_cache_matches_the_teacher_example_by_example():
     from gan_accel.classifier.distill.teacher import compute_teacher_logits
 
     teacher = tiny_distilbert()
-    rows = [{"input_ids": [2] + list(range(5, 5 + n)) + [3], "attention_mask": [1] * (n + 2), "labels": n % 3}
-            for n in range(1, 8)]  # 7 examples of different lengths: batches of 3 are padded
-    collate = lambda items: {k: torch.nn.utils.rnn.pad_sequence([torch.tensor(i[k]) for i in items], batch_first=True)
-                             if isinstance(items[0][k], list) else torch.tensor([i[k] for i in items]) for k in items[0]}
+    rows = [
+        {"input_ids": [2] + list(range(5, 5 + n)) + [3], "attention_mask": [1] * (n + 2), "labels": n % 3}
+        for n in range(1, 8)
+    ]  # 7 examples of different lengths: batches of 3 are padded
+
+    def collate(items):
+        return {
+            k: torch.nn.utils.rnn.pad_sequence([torch.tensor(i[k]) for i in items], batch_first=True)
+            if isinstance(items[0][k], list)
+            else torch.tensor([i[k] for i in items])
+            for k in items[0]
+        }
+
     loader = torch.utils.data.DataLoader(IndexedDataset(rows), batch_size=3, collate_fn=collate)
     cached = compute_teacher_logits(Accelerator(cpu=True), teacher, loader, num_labels=3)
     with torch.no_grad():

@@ -1,5 +1,6 @@
 """Two processes on CPU (gloo through torchrun): a DDP run equals one process on the same global
 batch, files are written once, and a 2-process run resumes exactly."""
+
 import json
 import os
 import subprocess
@@ -15,14 +16,39 @@ train_gan = load_script("train_gan").main
 
 # BN-free G and D: per-rank BatchNorm statistics (each rank normalises its own shard) are the one
 # legitimate difference between 2 processes and 1.
-EXACT = [*TINY_GAN, "--d_norm", "none", "--g_norm", "none", "--log_every", "1", "--checkpointing_steps", "0",
-         "--sample_every", "3", "--lr_scheduler", "linear", "--warmup_steps", "1", "--ema_decay", "0.9"]
+EXACT = [
+    *TINY_GAN,
+    "--d_norm",
+    "none",
+    "--g_norm",
+    "none",
+    "--log_every",
+    "1",
+    "--checkpointing_steps",
+    "0",
+    "--sample_every",
+    "3",
+    "--lr_scheduler",
+    "linear",
+    "--warmup_steps",
+    "1",
+    "--ema_decay",
+    "0.9",
+]
 
 
 def torchrun(args, timeout=300):
     env = {**os.environ, "ACCELERATE_USE_CPU": "1", "OMP_NUM_THREADS": "1"}
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
-           str(ROOT / "scripts" / "train_gan.py"), *args]
+    cmd = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc_per_node",
+        "2",
+        str(ROOT / "scripts" / "train_gan.py"),
+        *args,
+    ]
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     return proc
@@ -32,10 +58,35 @@ def torchrun(args, timeout=300):
 def test_two_processes_equal_one_process_on_the_global_batch(tmp_path, accum):
     steps = "6"
     single, ddp = tmp_path / "single", tmp_path / "ddp"
-    assert train_gan([*EXACT, "--output_dir", str(single), "--batch_size", "32", "--max_steps", steps,
-                      "--gradient_accumulation_steps", str(accum)]) == 0
-    proc = torchrun([*EXACT, "--output_dir", str(ddp), "--batch_size", "16", "--max_steps", steps,
-                     "--gradient_accumulation_steps", str(accum)])
+    assert (
+        train_gan(
+            [
+                *EXACT,
+                "--output_dir",
+                str(single),
+                "--batch_size",
+                "32",
+                "--max_steps",
+                steps,
+                "--gradient_accumulation_steps",
+                str(accum),
+            ]
+        )
+        == 0
+    )
+    proc = torchrun(
+        [
+            *EXACT,
+            "--output_dir",
+            str(ddp),
+            "--batch_size",
+            "16",
+            "--max_steps",
+            steps,
+            "--gradient_accumulation_steps",
+            str(accum),
+        ]
+    )
     assert "processes: 2" in proc.stdout
     assert proc.stdout.count("Run folder:") == 1  # printed by the main process only
 
@@ -49,7 +100,9 @@ def test_two_processes_equal_one_process_on_the_global_batch(tmp_path, accum):
     assert [r["step"] for r in read_jsonl(ddp / "metrics.jsonl")] == list(range(1, 7))
     assert sorted(p.name for p in (ddp / "samples").iterdir()) == ["step_000003.png", "step_000006.png"]
     assert {p.name for p in (ddp / "checkpoints" / "step_00000006").glob("random_states_*")} == {
-        "random_states_0.pkl", "random_states_1.pkl"}
+        "random_states_0.pkl",
+        "random_states_1.pkl",
+    }
     assert (ddp / "generator" / "model.safetensors").is_file()
     # The schedule ends at zero on the last update with 2 processes too.
     assert read_jsonl(ddp / "metrics.jsonl")[-1]["lr/G"] == 0.0
@@ -61,7 +114,9 @@ def test_two_process_resume_is_exact(tmp_path):
     common = [*EXACT, "--batch_size", "16", "--lr_scheduler", "constant", "--checkpointing_steps", "2"]
     torchrun([*common, "--output_dir", str(tmp_path / "straight"), "--max_steps", "6"])
     torchrun([*common, "--output_dir", str(tmp_path / "split"), "--max_steps", "3"])
-    torchrun([*common, "--output_dir", str(tmp_path / "split"), "--max_steps", "6", "--resume_from_checkpoint", "latest"])
+    torchrun(
+        [*common, "--output_dir", str(tmp_path / "split"), "--max_steps", "6", "--resume_from_checkpoint", "latest"]
+    )
     a = tensors_of(tmp_path / "straight" / "checkpoints" / "step_00000006")
     b = tensors_of(tmp_path / "split" / "checkpoints" / "step_00000006")
     assert all(torch.equal(a[k], b[k]) for k in a)

@@ -1,5 +1,6 @@
 """The real-text benchmark corpus: Python's own docstrings by package, built offline, reproducibly,
 with at least 3 labels, thousands of examples, long and short texts, no text in both splits."""
+
 import csv
 import json
 

@@ -1,6 +1,7 @@
 """The efficiency knobs do what they say: gradient checkpointing changes memory, not maths; bf16
 autocast trains; LocalSGD trains on two processes. (Their cost is measured by
 benchmarks/bench_knobs.py; see the "Efficient training" table in docs/benchmarks.md.)"""
+
 import json
 import os
 import subprocess
@@ -19,13 +20,18 @@ train_gan = load_script("train_gan").main
 def test_gradient_checkpointing_gives_the_same_update(tmp_path):
     corpus = make_corpus(tmp_path / "data", n_train=64, n_val=8)
     tiny = make_tiny(tmp_path / "tiny", corpus["train"])
-    batch = {"input_ids": torch.randint(5, 100, (4, 16)), "attention_mask": torch.ones(4, 16, dtype=torch.long),
-             "labels": torch.tensor([0, 1, 1, 0])}
+    batch = {
+        "input_ids": torch.randint(5, 100, (4, 16)),
+        "attention_mask": torch.ones(4, 16, dtype=torch.long),
+        "labels": torch.tensor([0, 1, 1, 0]),
+    }
     grads = {}
     for checkpointing in (False, True):
         torch.manual_seed(0)  # the same new head
-        model = load_model(ClassifierModelArguments(model_name_or_path=str(tiny), gradient_checkpointing=checkpointing),
-                           ["negative", "positive"])
+        model = load_model(
+            ClassifierModelArguments(model_name_or_path=str(tiny), gradient_checkpointing=checkpointing),
+            ["negative", "positive"],
+        )
         model.train()
         torch.manual_seed(1)  # the same dropout masks (checkpointing replays them in backward)
         model(**batch).loss.backward()
@@ -50,7 +56,7 @@ def test_bf16_autocast_trains_the_gan(tmp_path):
     fp32 = read_jsonl(tmp_path / "fp32" / "metrics.jsonl")[-1]
     bf16 = read_jsonl(tmp_path / "bf16" / "metrics.jsonl")[-1]
     assert json.loads((tmp_path / "bf16" / "config.json").read_text())["mixed_precision"] == "bf16"
-    assert all(isinstance(bf16[k], float) for k in ("loss/D", "loss/G"))      # finite numbers, not "nan"
+    assert all(isinstance(bf16[k], float) for k in ("loss/D", "loss/G"))  # finite numbers, not "nan"
     assert bf16["loss/D"] != fp32["loss/D"]  # autocast really ran in lower precision
     assert abs(bf16["loss/D"] - fp32["loss/D"]) < 0.1  # ... and trained the same model
 
@@ -61,9 +67,22 @@ def test_local_sgd_trains_on_two_processes(tmp_path):
     out = tmp_path / "out"
     argv = train_argv(corpus, tiny, out, "--num_train_epochs", "1", "--local_sgd_steps", "2", "--log_every", "1")
     env = {**os.environ, "ACCELERATE_USE_CPU": "1", "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
-    proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
-                           str(REPO / "scripts" / "train_classifier.py"), *argv], env=env, capture_output=True,
-                          text=True, timeout=600)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--standalone",
+            "--nproc_per_node",
+            "2",
+            str(REPO / "scripts" / "train_classifier.py"),
+            *argv,
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     results = json.loads((out / "eval_results.json").read_text())
     assert results["final"]["eval/samples"] == 21

@@ -3,6 +3,7 @@ share one optimizer, a discriminator D, and a frozen feature network F (an adver
 autoencoder with a perceptual term). A new network is a declaration, not a fork: the recipe
 resumes bit-identically (also in a later epoch and exactly at an epoch end) and runs on two
 processes like on one. Run as a script, it is what torchrun launches."""
+
 import os
 import subprocess
 import sys
@@ -17,8 +18,7 @@ from torch.utils.data import DataLoader
 
 from gan_accel.config import RunArguments
 from gan_accel.data import ResumableSampler
-from gan_accel.engine import (AFTER_CHECKPOINT, UPDATE, Hook, LRSchedule, Network, Optimizer, Phase,
-                               Recipe, State, adam)
+from gan_accel.engine import AFTER_CHECKPOINT, UPDATE, Hook, LRSchedule, Network, Optimizer, Phase, Recipe, State, adam
 from gan_accel.engine.engine import Engine
 from gan_accel.gan.ema import EMA
 from gan_accel.loop import TrainingRun
@@ -34,17 +34,22 @@ def d_loss(s):
 
 
 def g_loss(s):
-    adversarial = F.softplus(-s.nets.D(s["fake"])).mean()            # -log D(G(E(x)))
+    adversarial = F.softplus(-s.nets.D(s["fake"])).mean()  # -log D(G(E(x)))
     perceptual = (s.nets.F(s["fake"]) - s.nets.F(s["real"])).abs().mean()  # L1 in a frozen feature space
     return adversarial + perceptual, {"loss/G": adversarial.detach(), "loss/perceptual": perceptual.detach()}
 
 
 def build_recipe(data: torch.Tensor, steps: int, with_encoder: bool = True, shared_optimizer: bool = True) -> Recipe:
     torch.manual_seed(0)
-    G, D = nn.Linear(CODE if with_encoder else DIM, DIM), nn.Sequential(nn.Linear(DIM, 16), nn.LeakyReLU(0.2), nn.Linear(16, 1))
+    G, D = (
+        nn.Linear(CODE if with_encoder else DIM, DIM),
+        nn.Sequential(nn.Linear(DIM, 16), nn.LeakyReLU(0.2), nn.Linear(16, 1)),
+    )
     E, Feat = nn.Linear(DIM, CODE), nn.Linear(DIM, DIM)
     encoder = [Network("E", E, optimizer="G" if shared_optimizer else "E")] if with_encoder else []
-    own = [] if shared_optimizer else [Optimizer("E", adam(1e-2, (0.5, 0.99)), LRSchedule("linear", 1, steps))]  # FSDP2
+    own = (
+        [] if shared_optimizer else [Optimizer("E", adam(1e-2, (0.5, 0.99)), LRSchedule("linear", 1, steps))]
+    )  # FSDP2
 
     def inputs(s):
         real = data.to(s.accelerator.device)[s.batch]
@@ -54,18 +59,36 @@ def build_recipe(data: torch.Tensor, steps: int, with_encoder: bool = True, shar
 
     return Recipe(
         networks=[Network("G", G, optimizer="G"), *encoder, Network("D", D, optimizer="D"), Network("F", Feat)],
-        optimizers=[Optimizer("G", adam(1e-2, (0.5, 0.99)), LRSchedule("linear", 1, steps)),
-                    # In run steps: D, updating twice per G update, gets a schedule twice as long.
-                    Optimizer("D", adam(1e-2, (0.5, 0.99)), LRSchedule("linear", 1, steps)), *own],
-        phases=[Phase("D", trains=["D"], loss=d_loss),
-                Phase("G", trains=["G", "E"] if with_encoder else ["G"], frozen=["D"], loss=g_loss, every=2, offset=1)],
-        progress="G", inputs=inputs)
+        optimizers=[
+            Optimizer("G", adam(1e-2, (0.5, 0.99)), LRSchedule("linear", 1, steps)),
+            # In run steps: D, updating twice per G update, gets a schedule twice as long.
+            Optimizer("D", adam(1e-2, (0.5, 0.99)), LRSchedule("linear", 1, steps)),
+            *own,
+        ],
+        phases=[
+            Phase("D", trains=["D"], loss=d_loss),
+            Phase("G", trains=["G", "E"] if with_encoder else ["G"], frozen=["D"], loss=g_loss, every=2, offset=1),
+        ],
+        progress="G",
+        inputs=inputs,
+    )
 
 
-def train(output_dir, steps: int, batch_size: int = 16, resume: bool = False, with_encoder: bool = True,
-          checkpointing_steps: int = 0, setup=None) -> Engine:
-    run_args = RunArguments(output_dir=str(output_dir), log_every=1, checkpointing_steps=checkpointing_steps,
-                            resume_from_checkpoint="latest" if resume else None)
+def train(
+    output_dir,
+    steps: int,
+    batch_size: int = 16,
+    resume: bool = False,
+    with_encoder: bool = True,
+    checkpointing_steps: int = 0,
+    setup=None,
+) -> Engine:
+    run_args = RunArguments(
+        output_dir=str(output_dir),
+        log_every=1,
+        checkpointing_steps=checkpointing_steps,
+        resume_from_checkpoint="latest" if resume else None,
+    )
     run = TrainingRun(run_args, {"steps_planned": 8, "batch_size": batch_size * 1}, project="engine_test")
     data = torch.randn(N, DIM, generator=torch.Generator().manual_seed(1))
     loader = DataLoader(range(N), batch_size=batch_size, sampler=ResumableSampler(N, seed=0), drop_last=True)
@@ -122,9 +145,16 @@ def test_hooks_after_checkpoint_run_once_that_steps_checkpoint_exists(tmp_path):
     def setup(engine):
         def saved():
             return (tmp_path / "run" / "checkpoints" / f"step_{engine.state.step:08d}").is_dir()
-        engine.add(Hook(lambda: seen.append(("before", engine.state.step, saved())), every=2),
-                   Hook(lambda: seen.append(("after", engine.state.step, saved())), every=2, at_end=False,
-                        when=AFTER_CHECKPOINT))
+
+        engine.add(
+            Hook(lambda: seen.append(("before", engine.state.step, saved())), every=2),
+            Hook(
+                lambda: seen.append(("after", engine.state.step, saved())),
+                every=2,
+                at_end=False,
+                when=AFTER_CHECKPOINT,
+            ),
+        )
 
     train(tmp_path / "run", 4, checkpointing_steps=2, setup=setup)
     assert seen == [("before", 2, False), ("after", 2, True), ("before", 4, False), ("after", 4, True)]
@@ -136,8 +166,18 @@ def test_two_processes_equal_one_process(tmp_path):
     root = str(Path(__file__).resolve().parents[1])
     path = os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))
     env = {**os.environ, "ACCELERATE_USE_CPU": "1", "OMP_NUM_THREADS": "1", "PYTHONPATH": path}
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", __file__,
-           str(tmp_path / "ddp"), "4", "8"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc_per_node",
+        "2",
+        __file__,
+        str(tmp_path / "ddp"),
+        "4",
+        "8",
+    ]
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "processes: 2" in proc.stdout

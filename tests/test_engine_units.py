@@ -1,11 +1,22 @@
 """The engine's pure parts: recipe validation, the prepare plan per strategy (strategy faked), the
 update function, phase intervals."""
+
 import pytest
 import torch
 import torch.nn as nn
 from accelerate.utils import DistributedType
 
-from gan_accel.engine import PER_NETWORK, SINGLE_CALL, Network, Optimizer, Phase, Recipe, adam, plan_for, prepare_recipe
+from gan_accel.engine import (
+    PER_NETWORK,
+    SINGLE_CALL,
+    Network,
+    Optimizer,
+    Phase,
+    Recipe,
+    adam,
+    plan_for,
+    prepare_recipe,
+)
 from gan_accel.errors import ConfigError
 
 
@@ -14,14 +25,21 @@ def loss(step):
 
 
 def recipe(shared: bool = False, frozen_net: bool = True) -> Recipe:
-    nets = [Network("G_AB", nn.Linear(2, 2), "G"), Network("G_BA", nn.Linear(2, 2), "G" if shared else "G2"),
-            Network("D", nn.Linear(2, 1), "D")]
+    nets = [
+        Network("G_AB", nn.Linear(2, 2), "G"),
+        Network("G_BA", nn.Linear(2, 2), "G" if shared else "G2"),
+        Network("D", nn.Linear(2, 1), "D"),
+    ]
     if frozen_net:
         nets.append(Network("teacher", nn.Linear(2, 2)))
     opts = [Optimizer("G", adam(1e-3)), *([] if shared else [Optimizer("G2", adam(1e-3))]), Optimizer("D", adam(1e-3))]
     g_trains = ["G_AB", "G_BA"]
-    return Recipe(nets, opts, [Phase("G", g_trains, loss, frozen=["D"]), Phase("D", ["D"], loss, every=2, offset=1)],
-                  progress="G")
+    return Recipe(
+        nets,
+        opts,
+        [Phase("G", g_trains, loss, frozen=["D"]), Phase("D", ["D"], loss, every=2, offset=1)],
+        progress="G",
+    )
 
 
 class FakeAccelerator:
@@ -68,7 +86,9 @@ def test_fsdp2_prepares_one_network_with_its_optimizer_per_call():
 
 def test_fsdp2_refuses_an_optimizer_shared_by_two_networks():
     r = recipe(shared=True)
-    with pytest.raises(ConfigError, match=r"FSDP2 prepares one network per optimizer; optimizer 'G' updates \['G_AB', 'G_BA'\]"):
+    with pytest.raises(
+        ConfigError, match=r"FSDP2 prepares one network per optimizer; optimizer 'G' updates \['G_AB', 'G_BA'\]"
+    ):
         prepare_recipe(FakeAccelerator(DistributedType.FSDP, fsdp2=True), r, *raw(r), loaders=[])
 
 
@@ -80,13 +100,16 @@ def test_deepspeed_and_fsdp1_are_refused_naming_the_supported_strategies(kind, f
     assert "\n" not in message and "FSDP2" in message and "DDP" in message
 
 
-@pytest.mark.parametrize("change,match", [
-    (lambda r: r.networks.append(Network("X", nn.Linear(1, 1), "nope")), "unknown optimizer 'nope'"),
-    (lambda r: r.phases.append(Phase("H", ["G_AB"], loss)), r"also updates \['G_BA'\]: list them in trains"),
-    (lambda r: r.phases.append(Phase("T", ["teacher"], loss)), "trains 'teacher', which has no optimizer"),
-    (lambda r: r.phases.append(Phase("R", ["D"], loss, every=4, offset=4)), "0 <= offset < every"),
-    (lambda r: setattr(r, "progress", "E"), "progress optimizer 'E'"),
-])
+@pytest.mark.parametrize(
+    "change,match",
+    [
+        (lambda r: r.networks.append(Network("X", nn.Linear(1, 1), "nope")), "unknown optimizer 'nope'"),
+        (lambda r: r.phases.append(Phase("H", ["G_AB"], loss)), r"also updates \['G_BA'\]: list them in trains"),
+        (lambda r: r.phases.append(Phase("T", ["teacher"], loss)), "trains 'teacher', which has no optimizer"),
+        (lambda r: r.phases.append(Phase("R", ["D"], loss, every=4, offset=4)), "0 <= offset < every"),
+        (lambda r: setattr(r, "progress", "E"), "progress optimizer 'E'"),
+    ],
+)
 def test_recipe_validation_names_the_problem(change, match):
     r = recipe(shared=True)
     change(r)

@@ -1,14 +1,14 @@
 """The GAN recipe's two phases in isolation, run as the engine runs them: G's phase leaves D
 untouched; D's phase leaves G untouched; the update skips non-finite gradients."""
+
 import pytest
 import torch
 from accelerate import Accelerator
 
 from gan_accel.data import to_float_images
-from gan_accel.engine import adam, apply_update, backward_phase
+from gan_accel.engine import RandomStreams, adam, apply_update, backward_phase
 from gan_accel.engine.step import Nets, Step
 from gan_accel.gan.config import GANTrainArguments
-from gan_accel.engine import RandomStreams
 from gan_accel.gan.recipe import STREAMS, GANRecipe
 from gan_accel.gan.step import d_loss
 from gan_accel.models import build_models
@@ -26,11 +26,15 @@ def parts():
 
 
 def snapshot(module, grads=False):
-    return [(p.grad.clone() if p.grad is not None else None) if grads else p.detach().clone() for p in module.parameters()]
+    return [
+        (p.grad.clone() if p.grad is not None else None) if grads else p.detach().clone() for p in module.parameters()
+    ]
 
 
 def same(a, b):
-    return all((x is None and y is None) or (x is not None and y is not None and torch.equal(x, y)) for x, y in zip(a, b))
+    return all(
+        (x is None and y is None) or (x is not None and y is not None and torch.equal(x, y)) for x, y in zip(a, b)
+    )
 
 
 def d_step(acc, D, *args, **kwargs):
@@ -68,11 +72,14 @@ def test_g_step_leaves_d_params_and_grads_unchanged(parts, loss):
 def test_update_applies_on_sync_and_skips_nonfinite(parts, fused):
     acc, G, D, opt_G, opt_D = parts
     # fused: skipped on the device (found_inf); otherwise skipped after a host check.
-    opt_D = acc.prepare(adam(1e-2, (0.5, 0.999))([acc.unwrap_model(D)]) if fused
-                        else torch.optim.Adam(acc.unwrap_model(D).parameters(), lr=1e-2))
+    opt_D = acc.prepare(
+        adam(1e-2, (0.5, 0.999))([acc.unwrap_model(D)])
+        if fused
+        else torch.optim.Adam(acc.unwrap_model(D).parameters(), lr=1e-2)
+    )
     assert bool(opt_D.optimizer.defaults.get("fused")) is fused
     real = torch.rand(4, 1, 16, 16) * 2 - 1
-    for micro in range(2):
+    for _micro in range(2):
         with acc.accumulate(G, D):
             fake = G(torch.randn(4, 8))
             d_step(acc, D, real, fake, None, "nonsaturating")

@@ -1,5 +1,6 @@
 """End to end: train_gan.py writes every file it promises; sample_gan.py reads the export;
 schedules end where they should; resume reproduces the uninterrupted run."""
+
 import json
 import re
 
@@ -16,16 +17,42 @@ from helpers import TINY_GAN, load_script, read_jsonl
 train_gan = load_script("train_gan").main
 sample_gan = load_script("sample_gan").main
 
-CKPT_FILES = {"model.safetensors", "model_1.safetensors", "optimizer.bin", "optimizer_1.bin", "scheduler.bin",
-              "scheduler_1.bin", "random_states_0.pkl", "ema.safetensors", "recipe.json", "trainer_state.json",
-              "data_fingerprint.json"}
+CKPT_FILES = {
+    "model.safetensors",
+    "model_1.safetensors",
+    "optimizer.bin",
+    "optimizer_1.bin",
+    "scheduler.bin",
+    "scheduler_1.bin",
+    "random_states_0.pkl",
+    "ema.safetensors",
+    "recipe.json",
+    "trainer_state.json",
+    "data_fingerprint.json",
+}
 
 
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory):
     out = tmp_path_factory.mktemp("gan") / "run"
-    assert train_gan([*TINY_GAN, "--output_dir", str(out), "--max_steps", "12", "--sample_every", "6",
-                      "--checkpointing_steps", "4", "--checkpoints_total_limit", "2"]) == 0
+    assert (
+        train_gan(
+            [
+                *TINY_GAN,
+                "--output_dir",
+                str(out),
+                "--max_steps",
+                "12",
+                "--sample_every",
+                "6",
+                "--checkpointing_steps",
+                "4",
+                "--checkpoints_total_limit",
+                "2",
+            ]
+        )
+        == 0
+    )
     return out
 
 
@@ -64,8 +91,25 @@ def test_train_writes_every_file(run_dir):
 
 def test_sample_gan_reads_the_export(run_dir, tmp_path):
     out = tmp_path / "samples"
-    assert sample_gan(["--generator", str(run_dir / "generator"), "--num_images", "10", "--output_dir", str(out),
-                       "--batch_size", "4", "--grid", str(tmp_path / "grid.png"), "--seed", "3"]) == 0
+    assert (
+        sample_gan(
+            [
+                "--generator",
+                str(run_dir / "generator"),
+                "--num_images",
+                "10",
+                "--output_dir",
+                str(out),
+                "--batch_size",
+                "4",
+                "--grid",
+                str(tmp_path / "grid.png"),
+                "--seed",
+                "3",
+            ]
+        )
+        == 0
+    )
     files = sorted(out.glob("*.png"))
     assert [p.name for p in files] == [f"{i:06d}.png" for i in range(10)]
     assert (out / "seeds.json").is_file()
@@ -74,7 +118,9 @@ def test_sample_gan_reads_the_export(run_dir, tmp_path):
     assert (tmp_path / "grid.png").is_file()
     # Same seed, same images.
     again = tmp_path / "again"
-    sample_gan(["--generator", str(run_dir / "generator"), "--num_images", "2", "--output_dir", str(again), "--seed", "3"])
+    sample_gan(
+        ["--generator", str(run_dir / "generator"), "--num_images", "2", "--output_dir", str(again), "--seed", "3"]
+    )
     assert (again / "000000.png").read_bytes() == (out / "000000.png").read_bytes()
 
 
@@ -98,20 +144,30 @@ def trainer(out, max_steps, **overrides):
     data = GANDataArguments(image_size=16)
     model = GANModelArguments(z_dim=8, g_channels=8, d_channels=8, d_norm=overrides.pop("d_norm", "batch"))
     train_keys = {f for f in GANTrainArguments.__dataclass_fields__}
-    train = GANTrainArguments(max_steps=max_steps, batch_size=overrides.pop("batch_size", 32), sample_every=0,
-                              **{k: overrides.pop(k) for k in list(overrides) if k in train_keys})
+    train = GANTrainArguments(
+        max_steps=max_steps,
+        batch_size=overrides.pop("batch_size", 32),
+        sample_every=0,
+        **{k: overrides.pop(k) for k in list(overrides) if k in train_keys},
+    )
     run = RunArguments(output_dir=str(out), log_every=1, checkpointing_steps=0, **overrides)
     return GANTrainer(data, model, train, run)
 
 
 @pytest.mark.parametrize("schedule,accum,n_critic", [("linear", 1, 1), ("linear", 2, 1), ("cosine", 2, 2)])
 def test_lr_schedule_ends_at_the_last_update(tmp_path, schedule, accum, n_critic):
-    t = trainer(tmp_path / "run", 6, lr_scheduler=schedule, warmup_steps=2, gradient_accumulation_steps=accum,
-                d_steps_per_g_step=n_critic)
+    t = trainer(
+        tmp_path / "run",
+        6,
+        lr_scheduler=schedule,
+        warmup_steps=2,
+        gradient_accumulation_steps=accum,
+        d_steps_per_g_step=n_critic,
+    )
     t.train()
     records = read_jsonl(tmp_path / "run" / "metrics.jsonl")
     assert [r["step"] for r in records] == list(range(1, 7))
-    assert records[0]["lr/G"] == pytest.approx(1e-4)            # warm-up: 1/2 of 2e-4 after update 1
+    assert records[0]["lr/G"] == pytest.approx(1e-4)  # warm-up: 1/2 of 2e-4 after update 1
     assert records[-1]["lr/G"] == 0.0 and records[-1]["lr/D"] == 0.0
     assert t.engine.schedulers["G"].scheduler.last_epoch == 6
     assert t.engine.schedulers["D"].scheduler.last_epoch == 6 * n_critic
@@ -133,18 +189,30 @@ def tensors_of(ckpt):
 AUGMENT_R1 = dict(diffaugment="translation,cutout,color", r1_gamma=1.0, r1_interval=3)
 
 
-@pytest.mark.parametrize("k,accum,extra", [(5, 1, {}), (5, 2, {}),
-                                           # DiffAugment draws and the lazy R1 phase must resume too.
-                                           (5, 2, AUGMENT_R1),
-                                           # n_critic 2: resumed in epoch 1 (20 batches in), ends in epoch 2.
-                                           (5, 2, dict(d_steps_per_g_step=2, **AUGMENT_R1)),
-                                           # resumed exactly at the end of epoch 0 (14 batches).
-                                           (7, 2, {})])
+@pytest.mark.parametrize(
+    "k,accum,extra",
+    [
+        (5, 1, {}),
+        (5, 2, {}),
+        # DiffAugment draws and the lazy R1 phase must resume too.
+        (5, 2, AUGMENT_R1),
+        # n_critic 2: resumed in epoch 1 (20 batches in), ends in epoch 2.
+        (5, 2, dict(d_steps_per_g_step=2, **AUGMENT_R1)),
+        # resumed exactly at the end of epoch 0 (14 batches).
+        (7, 2, {}),
+    ],
+)
 def test_resume_equals_uninterrupted_run(tmp_path, k, accum, extra):
     # 128 x 1797 digits: 14 batches per epoch, so k=5 (x accum) stops mid-epoch and 2k crosses an epoch.
     # A constant LR: stopping by --max_steps k under a decaying schedule would change the schedule itself.
-    kw = dict(batch_size=128, gradient_accumulation_steps=accum, lr_scheduler="constant", warmup_steps=2, ema_decay=0.9,
-              **extra)
+    kw = dict(
+        batch_size=128,
+        gradient_accumulation_steps=accum,
+        lr_scheduler="constant",
+        warmup_steps=2,
+        ema_decay=0.9,
+        **extra,
+    )
     trainer(tmp_path / "straight", 2 * k, **kw).train()
     trainer(tmp_path / "split", k, **kw).train()
     resumed = trainer(tmp_path / "split", 2 * k, resume_from_checkpoint="latest", **kw)
@@ -163,8 +231,12 @@ def test_resume_equals_uninterrupted_run(tmp_path, k, accum, extra):
 
 def test_evaluation_during_training_keeps_the_best_generator(tmp_path):
     out = tmp_path / "run"
-    assert train_gan([*TINY_GAN, "--output_dir", str(out), "--max_steps", "6", "--eval_every", "3",
-                      "--eval_num_images", "100"]) == 0
+    assert (
+        train_gan(
+            [*TINY_GAN, "--output_dir", str(out), "--max_steps", "6", "--eval_every", "3", "--eval_num_images", "100"]
+        )
+        == 0
+    )
     evals = [r for r in read_jsonl(out / "metrics.jsonl") if "eval/fid" in r]
     assert [r["step"] for r in evals] == [3, 6]
     for r in evals:
@@ -196,17 +268,30 @@ def test_tensorboard_tracker_writes_events(tmp_path):
 
 def without_sample_count(flags):
     i = flags.index("--num_sample_images")
-    return flags[:i] + flags[i + 2:]
+    return flags[:i] + flags[i + 2 :]
 
 
 def test_conditional_grids_with_the_default_sample_count(tmp_path):
     # 64 images (the default) and 10 classes: rows of 7, classes 0-3 get 7 images, 4-9 get 6.
     out = tmp_path / "run"
-    assert train_gan([*without_sample_count(TINY_GAN), "--conditional", "--max_steps", "2", "--sample_every", "1",
-                      "--output_dir", str(out)]) == 0
+    assert (
+        train_gan(
+            [
+                *without_sample_count(TINY_GAN),
+                "--conditional",
+                "--max_steps",
+                "2",
+                "--sample_every",
+                "1",
+                "--output_dir",
+                str(out),
+            ]
+        )
+        == 0
+    )
     assert sorted(p.name for p in (out / "samples").iterdir()) == ["step_000001.png", "step_000002.png"]
     with Image.open(out / "samples" / "step_000002.png") as img:
-        assert img.size == (7 * 18 + 2, 10 * 18 + 2)   # 7 columns, a row per class
+        assert img.size == (7 * 18 + 2, 10 * 18 + 2)  # 7 columns, a row per class
     assert (out / "generator" / "model.safetensors").is_file()
 
 
@@ -267,8 +352,9 @@ def test_domain_classifier_training_shows_a_bar(capsys):
     from gan_accel.metrics.domain import DomainTrainSettings, train_domain_classifier
 
     images = torch.randint(0, 256, (64, 1, 16, 16), dtype=torch.uint8)
-    train_domain_classifier(images, torch.arange(64) % 2, 2, DomainTrainSettings(epochs=2, batch_size=32, width=4),
-                            torch.device("cpu"))
+    train_domain_classifier(
+        images, torch.arange(64) % 2, 2, DomainTrainSettings(epochs=2, batch_size=32, width=4), torch.device("cpu")
+    )
     err = capsys.readouterr().err
     # The bar's last refresh may fall inside tqdm's minimum interval: any count of the 4 steps shows it.
     assert "domain classifier" in err and re.search(r"\d/4", err)

@@ -1,6 +1,7 @@
 """Length-grouped batches: a pure function of (seed, epoch), exact mid-epoch resume, batches of close
 lengths, whole batches dealt to 2 processes (disjoint, covering the epoch), and the evaluation
 order undone for per-example results."""
+
 import random
 import statistics
 
@@ -9,8 +10,14 @@ import torch
 from accelerate.data_loader import prepare_data_loader
 from torch.utils.data import DataLoader
 
-from gan_accel.data.length_grouped import (LengthGroupedSampler, length_grouped_order, longest_first,
-                                           mega_batch_size, restore_order, sorted_mega_batches)
+from gan_accel.data.length_grouped import (
+    LengthGroupedSampler,
+    length_grouped_order,
+    longest_first,
+    mega_batch_size,
+    restore_order,
+    sorted_mega_batches,
+)
 
 # Real-text-like lengths: mostly short, a long tail capped at 128 (as --max_length truncates).
 # 996 = 124 full batches of 8 and a short one of 4.
@@ -19,7 +26,7 @@ BS = 8
 
 
 def batches_of(order, bs=BS):
-    return [list(order[k:k + bs]) for k in range(0, len(order), bs)]
+    return [list(order[k : k + bs]) for k in range(0, len(order), bs)]
 
 
 def test_order_is_a_permutation_and_a_pure_function_of_seed_and_epoch():
@@ -38,7 +45,7 @@ def test_resumes_exactly_mid_epoch_then_next_pass_is_full():
     resumed = LengthGroupedSampler(LENGTHS, BS, seed=1)
     resumed.set_position(2, 10 * BS)
     assert len(resumed) == len(LENGTHS) - 10 * BS
-    assert list(resumed) == order[10 * BS:]
+    assert list(resumed) == order[10 * BS :]
     assert list(resumed) == order  # the skip applies once
 
 
@@ -69,7 +76,10 @@ def test_batch_lengths_are_close_and_padding_drops():
         padding = 1 - sum(map(sum, batches)) / sum(len(b) * max(b) for b in batches)
         return spread, padding
 
-    (grouped_spread, grouped_pad), (random_spread, random_pad) = spread_and_padding(order), spread_and_padding(shuffled)
+    (grouped_spread, grouped_pad), (random_spread, random_pad) = (
+        spread_and_padding(order),
+        spread_and_padding(shuffled),
+    )
     assert grouped_spread <= 1.25 < 3 < random_spread
     assert grouped_pad < 0.1 < 0.5 < random_pad
 
@@ -79,8 +89,12 @@ def shards(sampler, epoch, start=0):
     out = []
     for rank in range(2):
         sampler.set_position(epoch, start)
-        dl = prepare_data_loader(DataLoader(list(range(len(LENGTHS))), batch_size=BS, sampler=sampler),
-                                 num_processes=2, process_index=rank, put_on_device=False)
+        dl = prepare_data_loader(
+            DataLoader(list(range(len(LENGTHS))), batch_size=BS, sampler=sampler),
+            num_processes=2,
+            process_index=rank,
+            put_on_device=False,
+        )
         dl.set_epoch(epoch)
         out.append([b.tolist() for b in dl])
     return out

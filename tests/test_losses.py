@@ -1,4 +1,5 @@
 """Losses and regularisers on hand-worked values and against direct computations."""
+
 import math
 
 import pytest

@@ -1,5 +1,6 @@
 """Messages that must say what is true: the closest flag to a typo, a --config that is a folder,
 the --image_size the user passed in the upscale warning, and what a diverged run leaves behind."""
+
 import logging
 import re
 
@@ -28,10 +29,23 @@ def test_a_config_that_is_a_folder_says_so(tmp_path, capsys):
 
 
 def test_the_upscale_warning_quotes_the_image_size_passed(tmp_path, caplog):
-    data = make_domains(tmp_path / "data", num_a=4, num_b=4)   # 20 px images, decoded at 22 (20 x 286/256)
+    data = make_domains(tmp_path / "data", num_a=4, num_b=4)  # 20 px images, decoded at 22 (20 x 286/256)
     with caplog.at_level(logging.WARNING):
-        argv = [*TINY_CYCLEGAN, "--image_size", "20", "--load_size", "0", "--dataset", "folder",
-                "--data_dir", str(data), "--max_steps", "1", "--output_dir", str(tmp_path / "run")]
+        argv = [
+            *TINY_CYCLEGAN,
+            "--image_size",
+            "20",
+            "--load_size",
+            "0",
+            "--dataset",
+            "folder",
+            "--data_dir",
+            str(data),
+            "--max_steps",
+            "1",
+            "--output_dir",
+            str(tmp_path / "run"),
+        ]
         assert train_cyclegan(argv) == 0
     assert "smaller than the 22 px load size (--image_size 20 x 286/256; --load_size sets it)" in caplog.text
     assert "--image_size 22" not in caplog.text
@@ -40,9 +54,20 @@ def test_the_upscale_warning_quotes_the_image_size_passed(tmp_path, caplog):
 def test_a_diverged_run_without_a_checkpoint_does_not_claim_one(tmp_path, capsys, monkeypatch):
     monkeypatch.setitem(gan_step.D_LOSSES, "nonsaturating", nan_loss_after(0))
     with pytest.raises(SystemExit):
-        train_gan([*TINY_GAN, "--output_dir", str(tmp_path / "run"), "--max_steps", "20", "--checkpointing_steps", "0",
-                   "--max_nonfinite_steps", "2"])
-    line = capsys.readouterr().err.strip().splitlines()[-1]   # after the progress bar
+        train_gan(
+            [
+                *TINY_GAN,
+                "--output_dir",
+                str(tmp_path / "run"),
+                "--max_steps",
+                "20",
+                "--checkpointing_steps",
+                "0",
+                "--max_nonfinite_steps",
+                "2",
+            ]
+        )
+    line = capsys.readouterr().err.strip().splitlines()[-1]  # after the progress bar
     assert "the run stopped before any checkpoint was written" in line and "checkpoint is kept" not in line
 
 

@@ -1,4 +1,5 @@
 """classification_metrics against sklearn's reference implementations."""
+
 import pytest
 import torch
 from sklearn.metrics import accuracy_score, f1_score

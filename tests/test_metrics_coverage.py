@@ -1,4 +1,5 @@
 """Class coverage and conditional accuracy on hand-made predictions."""
+
 import math
 
 import pytest
@@ -6,7 +7,7 @@ import torch
 
 from gan_accel.metrics.coverage import KL_EPS, class_coverage, class_histogram, conditional_accuracy
 
-BALANCED = torch.arange(4).repeat(25)   # 4 classes, 25% each
+BALANCED = torch.arange(4).repeat(25)  # 4 classes, 25% each
 
 
 def test_perfect_generator_covers_everything_with_zero_kl():

@@ -1,4 +1,5 @@
 """FID/KID through FeatureDistance (torchmetrics) against direct numpy/scipy computations."""
+
 import numpy as np
 import pytest
 import scipy.linalg
@@ -23,7 +24,7 @@ class Flatten64(nn.Module):
 
 def gaussian(n, dim, mean=0.0, std=1.0, seed=0):
     g = torch.Generator().manual_seed(seed)
-    return (torch.randn(n, dim, 1, 1, generator=g, dtype=torch.float64) * std + mean)
+    return torch.randn(n, dim, 1, 1, generator=g, dtype=torch.float64) * std + mean
 
 
 def distance_with_reference(real, dim, kid_subsets=2, **kw):
@@ -59,7 +60,7 @@ def test_fid_of_a_set_against_itself_is_zero():
 
 def test_fid_matches_scipy_sqrtm():
     real, fake = gaussian(800, 8, seed=1), gaussian(600, 8, mean=0.3, std=1.5, seed=2)
-    fake[:, 0] *= 3.0   # anisotropic, so the matrix square root is not trivial
+    fake[:, 0] *= 3.0  # anisotropic, so the matrix square root is not trivial
     out = distance_with_reference(real, 8).score(fake.split(256))
     expected = numpy_fid(real, fake)
     assert out["fid"] == pytest.approx(expected, rel=1e-3)

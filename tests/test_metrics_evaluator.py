@@ -1,5 +1,6 @@
 """GANEvaluator end to end on digits: the domain classifier, its cache, coverage, the floor, the
 Inception error path and scripts/evaluate_gan.py."""
+
 import importlib.util
 import json
 import math
@@ -83,10 +84,25 @@ def test_real_images_score_near_the_floor_and_noise_far_above(evaluator, digits)
     assert real_like["eval/classes_covered"] == 10 and real_like["eval/coverage_kl"] < 0.05
     assert real_like["eval/num_generated"] == NUM_IMAGES
     assert 2 <= real_like["eval/num_floor"] <= NUM_IMAGES
-    expected = {"eval/fid", "eval/kid_mean", "eval/kid_std", "eval/fid_floor", "eval/kid_floor_mean",
-                "eval/classes_covered", "eval/coverage_kl", "eval/classifier_accuracy", "eval/precision",
-                "eval/recall", "eval/density", "eval/coverage", "eval/fid_ci_low", "eval/fid_ci_high",
-                "eval/precision_ci_low", "eval/recall_ci_high", "eval/protocol_id"}
+    expected = {
+        "eval/fid",
+        "eval/kid_mean",
+        "eval/kid_std",
+        "eval/fid_floor",
+        "eval/kid_floor_mean",
+        "eval/classes_covered",
+        "eval/coverage_kl",
+        "eval/classifier_accuracy",
+        "eval/precision",
+        "eval/recall",
+        "eval/density",
+        "eval/coverage",
+        "eval/fid_ci_low",
+        "eval/fid_ci_high",
+        "eval/precision_ci_low",
+        "eval/recall_ci_high",
+        "eval/protocol_id",
+    }
     assert expected <= set(real_like) and all(isinstance(v, float) for v in real_like.values())
     # Fidelity and diversity, in the same domain features: real digits are inside the real
     # manifold and cover it; uniform noise is nowhere near it.
@@ -186,13 +202,17 @@ def test_inception_without_weights_is_a_clear_user_error(digits, tmp_path, monke
         GANEvaluator(digits, feature_extractor="inception", cache_dir=str(tmp_path))
     assert "\n" not in str(err.value) and "gan_accel[inception]" in str(err.value)
     with pytest.raises(UserError, match="file not found"):
-        GANEvaluator(digits, feature_extractor="inception", cache_dir=str(tmp_path), inception_weights=str(tmp_path / "x.pth"))
+        GANEvaluator(
+            digits, feature_extractor="inception", cache_dir=str(tmp_path), inception_weights=str(tmp_path / "x.pth")
+        )
 
 
 def _load_script():
-    spec = importlib.util.spec_from_file_location("evaluate_gan", Path(__file__).parents[1] / "scripts" / "evaluate_gan.py")
+    spec = importlib.util.spec_from_file_location(
+        "evaluate_gan", Path(__file__).parents[1] / "scripts" / "evaluate_gan.py"
+    )
     module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module   # dataclasses look their module up in sys.modules
+    sys.modules[spec.name] = module  # dataclasses look their module up in sys.modules
     spec.loader.exec_module(module)
     return module
 
@@ -203,15 +223,49 @@ def test_evaluate_gan_script_end_to_end(tmp_path, cache, evaluator, capsys):
     G, _ = build_models("dcgan", z_dim=16, channels=1, image_size=32, g_channels=8, d_channels=8, d_norm="batch")
     save_generator(G, tmp_path / "generator")
     script = _load_script()
-    rc = script.main(["--generator", str(tmp_path / "generator"), "--dataset", "digits", "--num_images", str(NUM_IMAGES),
-                      "--cache_dir", str(cache), "--output_dir", str(tmp_path / "eval"), "--nearest",
-                      "--nearest_rows", "5", "--bootstrap", "10"])
+    rc = script.main(
+        [
+            "--generator",
+            str(tmp_path / "generator"),
+            "--dataset",
+            "digits",
+            "--num_images",
+            str(NUM_IMAGES),
+            "--cache_dir",
+            str(cache),
+            "--output_dir",
+            str(tmp_path / "eval"),
+            "--nearest",
+            "--nearest_rows",
+            "5",
+            "--bootstrap",
+            "10",
+        ]
+    )
     assert rc == 0
     results = json.loads((tmp_path / "eval" / "eval_results.json").read_text())
-    for key in ("fid", "kid_mean", "kid_std", "fid_floor", "kid_floor_mean", "kid_floor_std", "num_generated",
-                "num_reference", "num_floor", "classifier_accuracy", "classes_covered", "coverage_kl",
-                "class_histogram", "precision", "recall", "density", "coverage", "intervals", "protocol",
-                "memorisation"):
+    for key in (
+        "fid",
+        "kid_mean",
+        "kid_std",
+        "fid_floor",
+        "kid_floor_mean",
+        "kid_floor_std",
+        "num_generated",
+        "num_reference",
+        "num_floor",
+        "classifier_accuracy",
+        "classes_covered",
+        "coverage_kl",
+        "class_histogram",
+        "precision",
+        "recall",
+        "density",
+        "coverage",
+        "intervals",
+        "protocol",
+        "memorisation",
+    ):
         assert key in results, key
     assert results["num_generated"] == NUM_IMAGES and results["fid"] > results["fid_floor"]
     assert results["config"]["feature_extractor"] == "domain"
@@ -221,7 +275,7 @@ def test_evaluate_gan_script_end_to_end(tmp_path, cache, evaluator, capsys):
     assert results["memorisation"]["copying"] is False
     from PIL import Image
 
-    assert Image.open(tmp_path / "eval" / "nearest.png").size[1] == 5 * 34 + 2   # 5 rows of 32 px + padding
+    assert Image.open(tmp_path / "eval" / "nearest.png").size[1] == 5 * 34 + 2  # 5 rows of 32 px + padding
     out = capsys.readouterr().out
     assert "FID" in out and "precision" in out and "copy rate" in out
 

@@ -1,12 +1,18 @@
 """Precision/recall, density/coverage and their bootstrap intervals on constructed feature sets:
 ten well-separated Gaussian clusters stand for ten classes."""
+
 import pytest
 import torch
 from torchmetrics.image.fid import FrechetInceptionDistance
 
 from gan_accel.metrics.bootstrap import bootstrap_intervals, frechet_distance, mean_and_covariance
-from gan_accel.metrics.fidelity import (balls_containing, fidelity_diversity, kth_neighbour_distance,
-                                        nearest_neighbour, per_sample_scores)
+from gan_accel.metrics.fidelity import (
+    balls_containing,
+    fidelity_diversity,
+    kth_neighbour_distance,
+    nearest_neighbour,
+    per_sample_scores,
+)
 
 DIM = 8
 CLASSES = 10
@@ -34,15 +40,15 @@ def test_a_generator_like_the_data_scores_high_everywhere(real):
 def test_dropping_half_the_classes_loses_recall_and_coverage_keeps_precision(real):
     full = fidelity_diversity(real, clusters(1000, seed=1))
     half = fidelity_diversity(real, clusters(1000, seed=1, classes=range(5)))
-    assert half["precision"] > full["precision"] - 0.05 and half["density"] > 0.8   # every sample still looks real
-    assert half["recall"] < 0.6 and half["coverage"] < 0.6            # half the data is missed
+    assert half["precision"] > full["precision"] - 0.05 and half["density"] > 0.8  # every sample still looks real
+    assert half["recall"] < 0.6 and half["coverage"] < 0.6  # half the data is missed
     assert half["recall"] < full["recall"] - 0.3 and half["coverage"] < full["coverage"] - 0.3
 
 
 def test_a_noisy_generator_loses_precision(real):
     noisy = fidelity_diversity(real, clusters(1000, seed=1, spread=2.0))
     assert noisy["precision"] < 0.3 and noisy["density"] < 0.3
-    assert noisy["recall"] > 0.9   # the noise spreads the samples over every class: diversity is not the problem
+    assert noisy["recall"] > 0.9  # the noise spreads the samples over every class: diversity is not the problem
 
 
 def test_chunking_changes_nothing(real):
@@ -63,8 +69,8 @@ def test_distances_are_computed_in_bounded_chunks(real, monkeypatch):
 
     monkeypatch.setattr(torch, "cdist", recording)
     per_sample_scores(real, clusters(700, seed=6), chunk_size=128)
-    assert shapes and max(rows for rows, _ in shapes) <= 128     # at most 128 x 1000 distances at a time
-    assert sum(rows for rows, cols in shapes if cols == 1000) >= 2 * 1000   # every real row was queried
+    assert shapes and max(rows for rows, _ in shapes) <= 128  # at most 128 x 1000 distances at a time
+    assert sum(rows for rows, cols in shapes if cols == 1000) >= 2 * 1000  # every real row was queried
 
 
 def test_knn_radius_on_a_line():
@@ -107,8 +113,8 @@ def test_bootstrap_intervals_bracket_the_estimate_and_leave_the_rng_alone(real):
     for name in ("precision", "recall", "density", "coverage"):
         low, high = intervals[name]
         assert low <= float(terms[name].mean()) <= high, name
-    assert intervals["recall"][1] - intervals["recall"][0] > 0   # a real spread, not a constant
-    assert bootstrap_intervals(real, fake, terms, resamples=20, seed=0) == intervals   # seeded
+    assert intervals["recall"][1] - intervals["recall"][0] > 0  # a real spread, not a constant
+    assert bootstrap_intervals(real, fake, terms, resamples=20, seed=0) == intervals  # seeded
     assert bootstrap_intervals(real, fake, terms, resamples=0) == {}
 
 

@@ -1,5 +1,6 @@
 """The memorisation check (copy rate) on constructed cases: a 'generator' that returns training
 images with tiny noise is flagged; one that returns fresh images of the same distribution is not."""
+
 import pytest
 import torch
 import torch.nn as nn
@@ -14,14 +15,14 @@ def gaussian(n, seed, dim=8):
 
 
 def test_copy_rate_rule():
-    heldout = torch.arange(1.0, 101.0)                 # 5th percentile: 5.95
+    heldout = torch.arange(1.0, 101.0)  # 5th percentile: 5.95
     rate, threshold = copy_rate(torch.tensor([0.5, 3.0, 7.0, 50.0]), heldout)
     assert threshold == pytest.approx(5.95) and rate == 0.5
 
 
 def test_copies_are_flagged_and_fresh_samples_are_not():
     train, heldout = gaussian(500, 0), gaussian(200, 1)
-    copies = train[torch.arange(300) % 20] + 1e-3 * gaussian(300, 2)   # a tiny set of 20, repeated
+    copies = train[torch.arange(300) % 20] + 1e-3 * gaussian(300, 2)  # a tiny set of 20, repeated
     fresh = gaussian(300, 3)
     copied, nearest = memorisation_report({"features": (train, heldout, copies)}, neighbours=2)
     healthy, _ = memorisation_report({"features": (train, heldout, fresh)}, neighbours=2)

@@ -1,30 +1,51 @@
 """The metric protocol: weights hash, comparability, formatting, and scripts/compare_metrics.py."""
+
 import json
 
 import pytest
 import torch
 
 from gan_accel.metrics.domain import DomainClassifier
-from gan_accel.metrics.protocol import (compare_protocols, format_metrics, metric_protocol, protocol_id,
-                                        weights_sha256)
+from gan_accel.metrics.protocol import compare_protocols, format_metrics, metric_protocol, protocol_id, weights_sha256
 from helpers import load_script, one_line_error
 
 COMPARE = load_script("compare_metrics").main
 
 
 def protocol(**changes):
-    settings = dict(feature_extractor="domain", feature_weights_sha256="ab" * 32, image_size=32, channels=1,
-                    dataset="digits", data_sha256="cd" * 32, real_split="train: 1438 of 1797 images, split seed 0",
-                    real_split_size=1438, num_real=1438, num_fake=1000, seed=0, k_precision_recall=3,
-                    k_density_coverage=5, kid_subset_size=500, bootstrap_resamples=20, bootstrap_level=0.95)
+    settings = dict(
+        feature_extractor="domain",
+        feature_weights_sha256="ab" * 32,
+        image_size=32,
+        channels=1,
+        dataset="digits",
+        data_sha256="cd" * 32,
+        real_split="train: 1438 of 1797 images, split seed 0",
+        real_split_size=1438,
+        num_real=1438,
+        num_fake=1000,
+        seed=0,
+        k_precision_recall=3,
+        k_density_coverage=5,
+        kid_subset_size=500,
+        bootstrap_resamples=20,
+        bootstrap_level=0.95,
+    )
     settings.update(changes)
     return metric_protocol(**settings)
 
 
 def result(**changes):
-    return {"fid": 1.5, "kid_mean": 0.01, "precision": 0.8, "recall": 0.7, "density": 0.9, "coverage": 0.85,
-            "intervals": {"fid": [1.2, 1.9], "kid": [0.005, 0.02], "precision": [0.78, 0.83]},
-            "protocol": protocol(**changes)}
+    return {
+        "fid": 1.5,
+        "kid_mean": 0.01,
+        "precision": 0.8,
+        "recall": 0.7,
+        "density": 0.9,
+        "coverage": 0.85,
+        "intervals": {"fid": [1.2, 1.9], "kid": [0.005, 0.02], "precision": [0.78, 0.83]},
+        "protocol": protocol(**changes),
+    }
 
 
 def test_weights_hash_follows_the_weights():
@@ -95,12 +116,15 @@ def not_json(path):
     return str(path)
 
 
-@pytest.mark.parametrize("make,match", [
-    (lambda tmp: str(tmp), "a folder; pass an eval_results.json"),
-    (lambda tmp: str(tmp / "nope.json"), "nope.json: not found"),
-    (lambda tmp: not_json(tmp / "bad.json"), "bad.json: not a JSON file"),
-    (lambda tmp: write(tmp / "old.json", {"fid": 3.0}), "no metric protocol in it"),
-])
+@pytest.mark.parametrize(
+    "make,match",
+    [
+        (lambda tmp: str(tmp), "a folder; pass an eval_results.json"),
+        (lambda tmp: str(tmp / "nope.json"), "nope.json: not found"),
+        (lambda tmp: not_json(tmp / "bad.json"), "bad.json: not a JSON file"),
+        (lambda tmp: write(tmp / "old.json", {"fid": 3.0}), "no metric protocol in it"),
+    ],
+)
 def test_compare_metrics_bad_input(tmp_path, capsys, make, match):
     good = write(tmp_path / "good.json", result())
     line = one_line_error(COMPARE, [good, make(tmp_path)], capsys)

@@ -2,6 +2,7 @@
 dataset, metrics with their protocol), a sample grid, the training settings, and a loading line
 that runs as written; --push_to_hub hands the export folder to huggingface_hub (mocked: no
 network in tests) and never writes the token anywhere."""
+
 import re
 from pathlib import Path
 
@@ -27,15 +28,26 @@ def code_block(card_text: str) -> str:
 
 def tiny_generator(num_classes=0):
     torch.manual_seed(0)
-    G, _ = build_models("dcgan", z_dim=8, channels=1, image_size=16, g_channels=8, d_channels=8, d_norm="none",
-                        g_norm="none", num_classes=num_classes)
+    G, _ = build_models(
+        "dcgan",
+        z_dim=8,
+        channels=1,
+        image_size=16,
+        g_channels=8,
+        d_channels=8,
+        d_norm="none",
+        g_norm="none",
+        num_classes=num_classes,
+    )
     return G
 
 
 def test_generator_card_metadata_metrics_and_settings(tmp_path):
     run_config = {"dataset": "mnist", "lr_g": 0.0002, "max_steps": 4}
-    metrics = [{"name": "FID", "value": 12.5, "protocol": PROTOCOL},
-               {"name": "precision", "value": 0.7, "protocol": {}}]
+    metrics = [
+        {"name": "FID", "value": 12.5, "protocol": PROTOCOL},
+        {"name": "precision", "value": 0.7, "protocol": {}},
+    ]
     save_generator(tiny_generator(), tmp_path / "g", run_config=run_config, metrics=metrics)
     card = ModelCard.load(tmp_path / "g" / "README.md")
     data = card.data
@@ -45,10 +57,10 @@ def test_generator_card_metadata_metrics_and_settings(tmp_path):
     fid = data.eval_results[0]
     assert (fid.metric_type, fid.metric_value, fid.metric_args) == ("fid", 12.5, PROTOCOL)
     assert '"num_fake": 10000' in card.text and "| precision | 0.7 |" in card.text
-    assert '"lr_g": 0.0002' in card.text                                  # the training settings
+    assert '"lr_g": 0.0002' in card.text  # the training settings
     assert "![samples](samples.png)" in card.text
     with Image.open(tmp_path / "g" / "samples.png") as img:
-        assert img.size == (4 * 18 + 2, 4 * 18 + 2)                      # 16 samples, 4 x 4
+        assert img.size == (4 * 18 + 2, 4 * 18 + 2)  # 16 samples, 4 x 4
 
 
 def test_the_cards_loading_line_runs(tmp_path):
@@ -62,14 +74,15 @@ def test_the_cards_loading_line_runs(tmp_path):
     card = ModelCard.load(tmp_path / "g" / "README.md")
     assert "class-conditional" in card.data.tags and card.data.eval_results is None
     with Image.open(tmp_path / "g" / "samples.png") as img:
-        assert img.size == (8 * 18 + 2, 3 * 18 + 2)                      # a row per class
+        assert img.size == (8 * 18 + 2, 3 * 18 + 2)  # a row per class
 
 
 def test_translator_card(tmp_path):
     grid = tmp_path / "grid.png"
     Image.new("RGB", (40, 20)).save(grid)
-    save_translator(ResnetGenerator(1, 8, 1), tmp_path / "t", "A2B", 16, run_config={"dataset": "digits"},
-                    samples=grid)
+    save_translator(
+        ResnetGenerator(1, 8, 1), tmp_path / "t", "A2B", 16, run_config={"dataset": "digits"}, samples=grid
+    )
     text = (tmp_path / "t" / "README.md").read_text()
     assert ModelCard.load(tmp_path / "t" / "README.md").data.pipeline_tag == "image-to-image"
     assert (tmp_path / "t" / "samples.png").read_bytes() == grid.read_bytes()
@@ -121,8 +134,9 @@ def test_a_failed_upload_is_one_line_and_keeps_the_export(tmp_path, monkeypatch,
     monkeypatch.setattr(huggingface_hub, "HfApi", Offline)
     monkeypatch.setenv("TQDM_DISABLE", "1")
     out = tmp_path / "run"
-    line = user_error(train_gan, ["--output_dir", str(out), *BASE_FLAGS,
-                                  "--push_to_hub", "--hub_model_id", "me/tiny"], capsys)
+    line = user_error(
+        train_gan, ["--output_dir", str(out), *BASE_FLAGS, "--push_to_hub", "--hub_model_id", "me/tiny"], capsys
+    )
     assert "--push_to_hub: uploading" in line and "no network" in line and "kept on disk" in line
     assert (out / "generator" / "model.safetensors").is_file()
 
@@ -151,8 +165,14 @@ def test_export_onnx_pushes_an_existing_export(tmp_path, monkeypatch):
 def test_card_metrics_from_an_evaluation(tmp_path):
     from gan_accel.models.hub import card_metrics
 
-    results = {"fid": 31.5, "kid_mean": 0.012, "precision": 0.61, "recall": None, "protocol": PROTOCOL,
-               "intervals": {"fid": [29.0, 34.0], "kid": [0.010, 0.014]}}
+    results = {
+        "fid": 31.5,
+        "kid_mean": 0.012,
+        "precision": 0.61,
+        "recall": None,
+        "protocol": PROTOCOL,
+        "intervals": {"fid": [29.0, 34.0], "kid": [0.010, 0.014]},
+    }
     metrics = card_metrics(results)
     assert [(m["name"], m["value"]) for m in metrics] == [("fid", 31.5), ("kid_mean", 0.012), ("precision", 0.61)]
     assert metrics[0]["protocol"] == {**PROTOCOL, "interval": [29.0, 34.0]} and metrics[2]["protocol"] == PROTOCOL

@@ -1,4 +1,5 @@
 """Architectures: output shapes per size, conditioning, export round trip."""
+
 import pytest
 import torch
 
@@ -8,7 +9,9 @@ from gan_accel.models import build_models, load_generator, save_generator, suppo
 @pytest.mark.parametrize("size", supported_sizes("dcgan"))
 @pytest.mark.parametrize("channels", [1, 3])
 def test_dcgan_shapes(size, channels):
-    G, D = build_models("dcgan", z_dim=8, channels=channels, image_size=size, g_channels=4, d_channels=4, d_norm="batch")
+    G, D = build_models(
+        "dcgan", z_dim=8, channels=channels, image_size=size, g_channels=4, d_channels=4, d_norm="batch"
+    )
     x = G(torch.randn(3, 8))
     assert x.shape == (3, channels, size, size)
     assert x.min() >= -1 and x.max() <= 1
@@ -17,7 +20,9 @@ def test_dcgan_shapes(size, channels):
 
 @pytest.mark.parametrize("d_norm", ["batch", "none", "spectral"])
 def test_conditional_backward(d_norm):
-    G, D = build_models("dcgan", z_dim=8, channels=1, image_size=32, g_channels=4, d_channels=4, d_norm=d_norm, num_classes=10)
+    G, D = build_models(
+        "dcgan", z_dim=8, channels=1, image_size=32, g_channels=4, d_channels=4, d_norm=d_norm, num_classes=10
+    )
     y = torch.randint(0, 10, (4,))
     D(G(torch.randn(4, 8), y), y).sum().backward()
     assert all(p.grad is not None for p in G.parameters())

@@ -1,5 +1,6 @@
 """export_onnx.py: the graph onnxruntime runs matches PyTorch (unconditional with truncation,
 class-conditional, CycleGAN translator), at batch sizes other than the one it was traced with."""
+
 import numpy as np
 import pytest
 import torch
@@ -23,8 +24,9 @@ def exports(tmp_path_factory):
     torch.manual_seed(0)
     G, _ = build_models("dcgan", z_dim=8, channels=1, image_size=16, g_channels=8, d_channels=8, d_norm="none")
     save_generator(G, root / "dcgan")
-    G, _ = build_models("resnet", z_dim=8, channels=3, image_size=16, g_channels=8, d_channels=8, d_norm="none",
-                        num_classes=3)
+    G, _ = build_models(
+        "resnet", z_dim=8, channels=3, image_size=16, g_channels=8, d_channels=8, d_norm="none", num_classes=3
+    )
     for embedding in (m for m in G.modules() if isinstance(m, torch.nn.Embedding)):
         torch.nn.init.normal_(embedding.weight)  # at init every class has gain 1, bias 0: labels would not matter
     save_generator(G, root / "resnet_cond")
@@ -36,7 +38,7 @@ def test_unconditional_graph_matches_pytorch_with_truncation(exports, tmp_path, 
     assert export_onnx(["--generator", str(exports / "dcgan"), "--output", str(tmp_path / "g.onnx")]) == 0
     assert "max abs difference" in capsys.readouterr().out
     G = load_generator(exports / "dcgan")
-    z = torch.randn(5, 8)                                                         # traced with a batch of 2
+    z = torch.randn(5, 8)  # traced with a batch of 2
     for psi in (1.0, 0.5, 0.0):
         got = run_onnx(tmp_path / "g.onnx", {"z": z.numpy(), "truncation_psi": np.array([psi], dtype=np.float32)})
         with torch.no_grad():
@@ -56,12 +58,12 @@ def test_conditional_graph_takes_class_labels(exports, tmp_path):
         expected = G(z, labels).numpy()
     assert np.abs(got - expected).max() < TOLERANCE
     feeds["class_label"] = np.array([2, 2, 2, 2])
-    assert np.abs(run_onnx(tmp_path / "c.onnx", feeds) - got).max() > 1e-3       # the label is used
+    assert np.abs(run_onnx(tmp_path / "c.onnx", feeds) - got).max() > 1e-3  # the label is used
 
 
 def test_translator_graph_with_dynamic_batch_and_size(exports, tmp_path):
     assert export_onnx(["--translator", str(exports / "A2B")]) == 0
-    assert (exports / "A2B" / "model.onnx").is_file()                             # default: inside the export
+    assert (exports / "A2B" / "model.onnx").is_file()  # default: inside the export
     from gan_accel.cyclegan.export import load_translator
 
     G, _ = load_translator(exports / "A2B")
@@ -71,13 +73,16 @@ def test_translator_graph_with_dynamic_batch_and_size(exports, tmp_path):
     assert np.abs(run_onnx(exports / "A2B" / "model.onnx", {"images": x.numpy()}) - expected).max() < TOLERANCE
 
 
-@pytest.mark.parametrize("flags,match", [
-    (lambda e, tmp: [], "pass exactly one of --generator DIR and --translator DIR"),
-    (lambda e, tmp: ["--generator", str(e / "A2B")], "not a generator: its config.json has no z_dim"),
-    (lambda e, tmp: ["--translator", str(e / "dcgan")], "--translator"),
-    (lambda e, tmp: ["--generator", str(tmp)], "not an exported generator folder"),
-    (lambda e, tmp: ["--generator", str(e / "dcgan"), "--output", str(tmp)], "--output"),
-])
+@pytest.mark.parametrize(
+    "flags,match",
+    [
+        (lambda e, tmp: [], "pass exactly one of --generator DIR and --translator DIR"),
+        (lambda e, tmp: ["--generator", str(e / "A2B")], "not a generator: its config.json has no z_dim"),
+        (lambda e, tmp: ["--translator", str(e / "dcgan")], "--translator"),
+        (lambda e, tmp: ["--generator", str(tmp)], "not an exported generator folder"),
+        (lambda e, tmp: ["--generator", str(e / "dcgan"), "--output", str(tmp)], "--output"),
+    ],
+)
 def test_bad_input(exports, tmp_path, capsys, flags, match):
     before = sorted(p.name for p in tmp_path.rglob("*"))
     line = one_line_error(export_onnx, flags(exports, tmp_path), capsys)
@@ -89,7 +94,8 @@ def test_missing_onnxruntime_is_one_line(exports, capsys, monkeypatch):
     import importlib.util
 
     real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec",
-                        lambda name, *a: None if name == "onnxruntime" else real(name, *a))
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "onnxruntime" else real(name, *a)
+    )
     line = one_line_error(export_onnx, ["--generator", str(exports / "dcgan")], capsys)
     assert "pip install 'gan_accel[onnx]'" in line and "onnxruntime" in line

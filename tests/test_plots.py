@@ -1,5 +1,6 @@
 """plots/ from metrics.jsonl: written by every run at checkpoints and the end, and by
 scripts/plot_run.py for any run folder; a plotting failure never fails a run."""
+
 import json
 
 import pytest
@@ -20,10 +21,13 @@ def write_metrics(run, records):
 
 
 def test_series_keep_numbers_and_group_by_prefix(tmp_path):
-    write_metrics(tmp_path, [
-        {"step": 1, "loss/D": 1.0, "loss/G": 0.5, "lr/G": 2e-4, "warning/loss_explosion": "text"},
-        {"step": 2, "loss/D": None, "loss/G": 0.4, "eval/fid": 3.0, "eval/accuracy": 0.9},
-    ])
+    write_metrics(
+        tmp_path,
+        [
+            {"step": 1, "loss/D": 1.0, "loss/G": 0.5, "lr/G": 2e-4, "warning/loss_explosion": "text"},
+            {"step": 2, "loss/D": None, "loss/G": 0.4, "eval/fid": 3.0, "eval/accuracy": 0.9},
+        ],
+    )
     series = read_series(tmp_path / "metrics.jsonl")
     assert series["loss/D"] == ([1], [1.0]) and series["loss/G"] == ([1, 2], [0.5, 0.4])
     assert "warning/loss_explosion" not in series
@@ -32,34 +36,52 @@ def test_series_keep_numbers_and_group_by_prefix(tmp_path):
 
 
 def test_precision_and_recall_get_their_own_plot():
-    keys = ["eval/fid", "eval/fid_ci_low", "eval/precision", "eval/recall_ci_high", "eval/coverage",
-            "eval/coverage_kl", "eval/density", "eval/protocol_id"]
+    keys = [
+        "eval/fid",
+        "eval/fid_ci_low",
+        "eval/precision",
+        "eval/recall_ci_high",
+        "eval/coverage",
+        "eval/coverage_kl",
+        "eval/density",
+        "eval/protocol_id",
+    ]
     groups = group_by_prefix({key: ([1], [0.5]) for key in keys})
     assert set(groups["eval_fidelity"]) == {"eval/precision", "eval/recall_ci_high", "eval/coverage", "eval/density"}
-    assert set(groups["eval"]) == {"eval/fid", "eval/fid_ci_low", "eval/coverage_kl"}   # class-coverage KL stays
+    assert set(groups["eval"]) == {"eval/fid", "eval/fid_ci_low", "eval/coverage_kl"}  # class-coverage KL stays
 
 
 def test_a_run_writes_plots_of_every_group(tmp_path):
     run = tmp_path / "run"
     assert run_gan(run, "--max_steps", "2", "--checkpointing_steps", "0") == 0
     written = sorted(p.name for p in (run / "plots").iterdir())
-    keys = {k.split("/")[0] for r in map(json.loads, (run / "metrics.jsonl").read_text().splitlines()) for k in r if "/" in k}
+    keys = {
+        k.split("/")[0]
+        for r in map(json.loads, (run / "metrics.jsonl").read_text().splitlines())
+        for k in r
+        if "/" in k
+    }
     assert written == sorted(f"{k}.png" for k in keys) and {"loss.png", "lr.png"} <= set(written)
     assert Image.open(run / "plots" / "loss.png").size[0] > 100
 
 
 def test_plot_run_script_draws_any_run_folder(tmp_path, capsys):
-    write_metrics(tmp_path / "run", [{"step": s, "loss/train": 1.0 / s, "eval/accuracy": 0.5 + s / 10} for s in (1, 2, 3)])
+    write_metrics(
+        tmp_path / "run", [{"step": s, "loss/train": 1.0 / s, "eval/accuracy": 0.5 + s / 10} for s in (1, 2, 3)]
+    )
     assert plot_run([str(tmp_path / "run")]) == 0
     assert sorted(p.name for p in (tmp_path / "run" / "plots").iterdir()) == ["eval.png", "loss.png"]
     assert str(tmp_path / "run" / "plots" / "loss.png") in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("case,match", [
-    ("missing", "no such folder"),
-    ("foreign", "no metrics.jsonl, so not a gan_accel run folder"),
-    ("empty", "holds no numeric values yet"),
-])
+@pytest.mark.parametrize(
+    "case,match",
+    [
+        ("missing", "no such folder"),
+        ("foreign", "no metrics.jsonl, so not a gan_accel run folder"),
+        ("empty", "holds no numeric values yet"),
+    ],
+)
 def test_plot_run_script_bad_folders(tmp_path, capsys, case, match):
     folder = tmp_path / "x"
     if case != "missing":
@@ -138,7 +160,7 @@ def test_plot_run_skips_a_line_that_is_not_utf8_and_says_so(tmp_path, capsys):
 def test_training_plots_survive_a_line_that_is_not_utf8_and_warn_once(tmp_path):
     write_metrics_with_a_bad_byte(tmp_path)
     warnings = []
-    for _ in range(2):   # every checkpoint redraws
+    for _ in range(2):  # every checkpoint redraws
         assert plot_run_safely(tmp_path, warn=warnings.append) == [tmp_path / "plots" / "loss.png"]
     assert len(warnings) == 1 and "not valid UTF-8" in warnings[0]
     assert read_series(tmp_path / "metrics.jsonl")["loss/D"][0] == [1, 2, 3, 5]

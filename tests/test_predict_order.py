@@ -1,8 +1,7 @@
 """predict.py runs texts longest first (less padding) and must still answer in input order, each
 row with its own text's label and score: the same as predicting every text on its own."""
+
 import json
-import sys
-from pathlib import Path
 
 import pytest
 
@@ -46,8 +45,14 @@ def predict_rows(model, texts, *extra):
 
 def test_predictions_come_back_in_input_order(classifier):
     # Lengths out of order on purpose: sorting them longest first permutes the batches.
-    texts = ["good", "the movie was a great film with a lovely ending and a brilliant cast", "bad plot",
-             "dull", "a wonderful story and an excellent actress in the last scene of the film", "the end was poor"]
+    texts = [
+        "good",
+        "the movie was a great film with a lovely ending and a brilliant cast",
+        "bad plot",
+        "dull",
+        "a wonderful story and an excellent actress in the last scene of the film",
+        "the end was poor",
+    ]
     rows = predict_rows(classifier, texts, ("batch_size", 2))
     alone = [predict_rows(classifier, [t])[0] for t in texts]
     assert [r["text"] for r in rows] == texts
@@ -61,7 +66,16 @@ def test_predict_script_keeps_input_order_in_its_file(classifier, tmp_path):
     texts = ["a b c d e f g h", "a", "a b c d", "a b"]
     (tmp_path / "in.txt").write_text("\n".join(texts) + "\n")
     out = tmp_path / "preds.jsonl"
-    argv = ["--model", str(classifier), "--input_file", str(tmp_path / "in.txt"), "--output_file", str(out),
-            "--batch_size", "3", "--cpu"]
+    argv = [
+        "--model",
+        str(classifier),
+        "--input_file",
+        str(tmp_path / "in.txt"),
+        "--output_file",
+        str(out),
+        "--batch_size",
+        "3",
+        "--cpu",
+    ]
     assert load_script("predict").main(argv) == 0
     assert [json.loads(line)["text"] for line in out.read_text().splitlines()] == texts

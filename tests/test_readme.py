@@ -15,6 +15,7 @@ Markers (HTML comments, invisible on GitHub) placed on the line before a fenced 
 Every document's blocks run in ONE scratch folder, README.md first and then docs/ in name order, so a
 guide may use what the README's blocks made (``runs/tiny/model``) without training it again.
 """
+
 import functools
 import os
 import re
@@ -34,14 +35,18 @@ CHEAP = "runnable: cheap "
 
 def blocks(kind, documents=DOCUMENTS):
     """(document, language, code, marker) of every block whose marker starts with ``kind``."""
-    return [(name, m.group(2), m.group(3), m.group(1)) for name in documents for m in BLOCK.finditer(TEXT[name])
-            if m.group(1).startswith(kind)]
+    return [
+        (name, m.group(2), m.group(3), m.group(1))
+        for name in documents
+        for m in BLOCK.finditer(TEXT[name])
+        if m.group(1).startswith(kind)
+    ]
 
 
 def cheapened(code: str, marker: str) -> str:
     """The block with its continuation lines joined and the marker's ARGS appended to each SCRIPT command."""
     lines = re.sub(r"\s*\\\n\s*", " ", code).splitlines()
-    for spec in marker[len(CHEAP):].split(";"):
+    for spec in marker[len(CHEAP) :].split(";"):
         script, _, args = spec.strip().partition(" ")
         assert any(script in line for line in lines), f"{script} is not in the block it should make cheap:\n{code}"
         lines = [f"{line.split('#')[0].rstrip()} {args}" if script in line else line for line in lines]
@@ -82,13 +87,20 @@ def test_documents_have_runnable_blocks_and_excerpts():
 def test_cheap_marker_appends_to_the_named_script_only():
     code = "python scripts/train_gan.py --max_steps 5000 \\\n    --output_dir runs/x  # comment\nls runs/x"
     assert cheapened(code, "runnable: cheap train_gan.py --max_steps 2") == (
-        "python scripts/train_gan.py --max_steps 5000 --output_dir runs/x --max_steps 2\nls runs/x")
+        "python scripts/train_gan.py --max_steps 5000 --output_dir runs/x --max_steps 2\nls runs/x"
+    )
 
 
 @pytest.mark.parametrize("lang,code", runnable())
 def test_runnable_block(scratch, lang, code):
-    env = {**os.environ, "PATH": f"{os.path.dirname(sys.executable)}{os.pathsep}{os.environ['PATH']}",
-           "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "PYTHONPATH": str(ROOT)}
+    env = {
+        **os.environ,
+        "PATH": f"{os.path.dirname(sys.executable)}{os.pathsep}{os.environ['PATH']}",
+        "OMP_NUM_THREADS": "1",
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+        "PYTHONPATH": str(ROOT),
+    }
     cmd = ["bash", "-euo", "pipefail", "-c", code] if lang == "bash" else [sys.executable, "-c", code]
     proc = subprocess.run(cmd, cwd=scratch, env=env, capture_output=True, text=True, timeout=300)
     output = f"--- stdout\n{proc.stdout[-2000:]}\n--- stderr\n{proc.stderr[-3000:]}"
@@ -97,7 +109,7 @@ def test_runnable_block(scratch, lang, code):
 
 @pytest.mark.parametrize("name,code,marker", [(n, c, m) for n, _, c, m in blocks("tested in")])
 def test_block_is_tested_where_it_says(name, code, marker):
-    where = marker[len("tested in "):]
+    where = marker[len("tested in ") :]
     tested = [c for _, _, c, _ in blocks("runnable", [where])]
     assert any(code in c for c in tested), f"{name}: this block is not part of a runnable block of {where}:\n{code}"
 
@@ -122,11 +134,39 @@ def test_excerpt_is_verbatim(path, code):
     assert lines
 
 
-LAUNCHER_FLAGS = {"--nproc_per_node", "--nnodes", "--node_rank", "--master_addr", "--master_port", "--standalone",
-                  "--multi_gpu", "--num_processes", "--num_machines", "--machine_rank", "--main_process_ip",
-                  "--main_process_port", "--mixed_precision", "--cpu", "--config_file", "--help", "--durations"}
-SCRIPTS = ("train_gan", "sample_gan", "evaluate_gan", "train_classifier", "predict", "make_tiny_model",
-           "distill_classifier", "train_cyclegan", "translate", "plot_run", "export_onnx", "compare_metrics")
+LAUNCHER_FLAGS = {
+    "--nproc_per_node",
+    "--nnodes",
+    "--node_rank",
+    "--master_addr",
+    "--master_port",
+    "--standalone",
+    "--multi_gpu",
+    "--num_processes",
+    "--num_machines",
+    "--machine_rank",
+    "--main_process_ip",
+    "--main_process_port",
+    "--mixed_precision",
+    "--cpu",
+    "--config_file",
+    "--help",
+    "--durations",
+}
+SCRIPTS = (
+    "train_gan",
+    "sample_gan",
+    "evaluate_gan",
+    "train_classifier",
+    "predict",
+    "make_tiny_model",
+    "distill_classifier",
+    "train_cyclegan",
+    "translate",
+    "plot_run",
+    "export_onnx",
+    "compare_metrics",
+)
 BENCHMARKS = ("bench", "bench_data", "bench_knobs", "bench_distill")
 
 
@@ -136,10 +176,14 @@ def script_flags():
 
     flags = set()
     # A script is a thin wrapper of its gan_accel.cli module: the flags are in the module.
-    modules = [(ROOT / "gan_accel" / "cli" / f"{name}.py", lambda name=name: importlib.import_module(f"gan_accel.cli.{name}"))
-               for name in SCRIPTS]
-    modules += [(ROOT / "benchmarks" / f"{name}.py", lambda name=name: importlib.import_module(f"benchmarks.{name}"))
-                for name in BENCHMARKS]
+    modules = [
+        (ROOT / "gan_accel" / "cli" / f"{name}.py", lambda name=name: importlib.import_module(f"gan_accel.cli.{name}"))
+        for name in SCRIPTS
+    ]
+    modules += [
+        (ROOT / "benchmarks" / f"{name}.py", lambda name=name: importlib.import_module(f"benchmarks.{name}"))
+        for name in BENCHMARKS
+    ]
     for path, load in modules:
         if not path.exists():
             continue
@@ -156,7 +200,8 @@ def script_flags():
     from gan_accel.gan.config import GAN_CONFIG_TYPES
 
     types = [RunArguments, *GAN_CONFIG_TYPES, *DISTILL_CONFIG_TYPES, *CYCLEGAN_CONFIG_TYPES, TinyModelArguments] + [
-        t for t in vars(classifier_config).values() if getattr(t, "__dataclass_fields__", None)]
+        t for t in vars(classifier_config).values() if getattr(t, "__dataclass_fields__", None)
+    ]
     for t in types:
         flags |= {f"--{f}" for f in t.__dataclass_fields__}
         # HfArgumentParser adds --no_X for a bool field that defaults to True.
@@ -200,5 +245,9 @@ def test_every_test_named_as_proof_exists(name):
 
 def test_named_tests_reads_the_shorthand():
     text = "`tests/test_a.py::test_one`, `::test_two`, `test_b.py` and `test_c.py::test_three`"
-    assert named_tests(text) == [("test_a", "test_one"), ("test_a", "test_two"), ("test_b", None),
-                                 ("test_c", "test_three")]
+    assert named_tests(text) == [
+        ("test_a", "test_one"),
+        ("test_a", "test_two"),
+        ("test_b", None),
+        ("test_c", "test_three"),
+    ]

@@ -1,4 +1,5 @@
 """Reliability: signals, SIGKILL during saves, failed writes, non-finite steps, resume checks."""
+
 import errno
 import json
 import os
@@ -27,7 +28,16 @@ def start_training(out, *extra):
     # in a thread-count-dependent order, so bit-identity needs equal thread counts.
     threads = str(torch.get_num_threads())
     env = {**os.environ, "OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads}
-    cmd = [sys.executable, str(ROOT / "scripts" / "train_gan.py"), *TINY_GAN, "--output_dir", str(out), "--log_every", "1", *extra]
+    cmd = [
+        sys.executable,
+        str(ROOT / "scripts" / "train_gan.py"),
+        *TINY_GAN,
+        "--output_dir",
+        str(out),
+        "--log_every",
+        "1",
+        *extra,
+    ]
     return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
@@ -119,14 +129,32 @@ def test_sigkill_during_saves_leaves_a_loadable_checkpoint(tmp_path):
         state = json.loads((latest / "trainer_state.json").read_text())
         assert state["state"]["step"] == int(latest.name.split("_")[1])
     # The newest complete checkpoint resumes and trains on.
-    assert train_gan([*TINY_GAN, "--output_dir", str(run), "--max_steps", str(state["state"]["step"] + 2),
-                      "--checkpointing_steps", "1", "--resume_from_checkpoint", "latest"]) == 0
+    assert (
+        train_gan(
+            [
+                *TINY_GAN,
+                "--output_dir",
+                str(run),
+                "--max_steps",
+                str(state["state"]["step"] + 2),
+                "--checkpointing_steps",
+                "1",
+                "--resume_from_checkpoint",
+                "latest",
+            ]
+        )
+        == 0
+    )
 
 
 def test_latest_ignores_incomplete_folders(tmp_path):
     root = tmp_path / "checkpoints"
-    for name, complete in [("step_00000002", True), ("step_00000004", True), (".tmp-step_00000006", True),
-                           ("step_00000008", False)]:
+    for name, complete in [
+        ("step_00000002", True),
+        ("step_00000004", True),
+        (".tmp-step_00000006", True),
+        ("step_00000008", False),
+    ]:
         (root / name).mkdir(parents=True)
         if complete:
             (root / name / "trainer_state.json").write_text("{}")
@@ -184,8 +212,19 @@ def test_persistent_nonfinite_stops_and_keeps_last_finite_checkpoint(tmp_path, m
     monkeypatch.setitem(gan_step.D_LOSSES, "nonsaturating", nan_loss_after(5))
     out = tmp_path / "run"
     with pytest.raises(SystemExit) as info:
-        train_gan([*TINY_GAN, "--output_dir", str(out), "--max_steps", "50", "--checkpointing_steps", "2",
-                   "--max_nonfinite_steps", "3"])
+        train_gan(
+            [
+                *TINY_GAN,
+                "--output_dir",
+                str(out),
+                "--max_steps",
+                "50",
+                "--checkpointing_steps",
+                "2",
+                "--max_nonfinite_steps",
+                "3",
+            ]
+        )
     assert info.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1].startswith("error: 3 consecutive updates had non-finite gradients")
@@ -215,34 +254,75 @@ def short_run(tmp_path_factory):
     return out
 
 
-@pytest.mark.parametrize("flags,match", [
-    (["--g_channels", "16"], r"different settings \(--g_channels 8 -> 16\)"),
-    (["--loss", "hinge", "--batch_size", "8"], r"--batch_size 32 -> 8; --loss 'nonsaturating' -> 'hinge'"),
-])
+@pytest.mark.parametrize(
+    "flags,match",
+    [
+        (["--g_channels", "16"], r"different settings \(--g_channels 8 -> 16\)"),
+        (["--loss", "hinge", "--batch_size", "8"], r"--batch_size 32 -> 8; --loss 'nonsaturating' -> 'hinge'"),
+    ],
+)
 def test_resume_with_incompatible_flags_is_refused(short_run, flags, match, capsys):
     with pytest.raises(SystemExit):
-        train_gan([*TINY_GAN, "--output_dir", str(short_run), "--max_steps", "4", "--resume_from_checkpoint", "latest", *flags])
+        train_gan(
+            [
+                *TINY_GAN,
+                "--output_dir",
+                str(short_run),
+                "--max_steps",
+                "4",
+                "--resume_from_checkpoint",
+                "latest",
+                *flags,
+            ]
+        )
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and __import__("re").search(match, err[0]), err
 
 
 def test_resume_with_safe_flag_changes_continues(short_run):
-    assert train_gan([*TINY_GAN, "--output_dir", str(short_run), "--max_steps", "3", "--log_every", "3",
-                      "--resume_from_checkpoint", "latest"]) == 0
+    assert (
+        train_gan(
+            [
+                *TINY_GAN,
+                "--output_dir",
+                str(short_run),
+                "--max_steps",
+                "3",
+                "--log_every",
+                "3",
+                "--resume_from_checkpoint",
+                "latest",
+            ]
+        )
+        == 0
+    )
     assert (short_run / "checkpoints" / "step_00000003").is_dir()
 
 
-@pytest.mark.parametrize("target,match", [
-    ("missing", "no such folder"),
-    ("foreign", "not a complete gan_accel checkpoint"),
-])
+@pytest.mark.parametrize(
+    "target,match",
+    [
+        ("missing", "no such folder"),
+        ("foreign", "not a complete gan_accel checkpoint"),
+    ],
+)
 def test_resume_from_missing_or_foreign_folder(tmp_path, target, match, capsys):
     path = tmp_path / target
     if target == "foreign":
         path.mkdir()
         (path / "model.safetensors").write_text("not ours")
     with pytest.raises(SystemExit) as info:
-        train_gan([*TINY_GAN, "--output_dir", str(tmp_path / "run"), "--max_steps", "2", "--resume_from_checkpoint", str(path)])
+        train_gan(
+            [
+                *TINY_GAN,
+                "--output_dir",
+                str(tmp_path / "run"),
+                "--max_steps",
+                "2",
+                "--resume_from_checkpoint",
+                str(path),
+            ]
+        )
     assert info.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and match in err[0] and str(path) in err[0]
@@ -259,8 +339,23 @@ def test_sigkill_past_a_checkpoint_then_resume_logs_each_step_once(tmp_path):
     step = int(saved.name.split("_")[1])
     logged_before = [r["step"] for r in read_jsonl(run / "metrics.jsonl")]
     assert max(logged_before) > step  # the kill came after more steps were logged
-    assert train_gan([*TINY_GAN, "--output_dir", str(run), "--log_every", "1", "--max_steps", str(step + 5), *flags,
-                      "--resume_from_checkpoint", "latest"]) == 0
+    assert (
+        train_gan(
+            [
+                *TINY_GAN,
+                "--output_dir",
+                str(run),
+                "--log_every",
+                "1",
+                "--max_steps",
+                str(step + 5),
+                *flags,
+                "--resume_from_checkpoint",
+                "latest",
+            ]
+        )
+        == 0
+    )
     steps = [r["step"] for r in read_jsonl(run / "metrics.jsonl") if any(k.startswith("loss/") for k in r)]
     assert steps == list(range(1, step + 6))
     dropped = [r["step"] for r in read_jsonl(run / "metrics.jsonl.dropped")]
@@ -271,8 +366,14 @@ def test_drop_lines_after_keeps_the_file_whole_and_the_dropped_lines_aside(tmp_p
     from gan_accel.loop.metrics_log import drop_lines_after
 
     path = tmp_path / "metrics.jsonl"
-    lines = [b'{"step": 1, "loss/D": 1.0}\n', b'not json \xff\n', b'{"step": 2, "eval/fid": 3.0}\n',
-             b'{"step": 3, "loss/D": 1.0}\n', b'{"step": 4, "loss/D": 1.0}\n', b'{"step": 5, "lo']  # torn last line
+    lines = [
+        b'{"step": 1, "loss/D": 1.0}\n',
+        b"not json \xff\n",
+        b'{"step": 2, "eval/fid": 3.0}\n',
+        b'{"step": 3, "loss/D": 1.0}\n',
+        b'{"step": 4, "loss/D": 1.0}\n',
+        b'{"step": 5, "lo',
+    ]  # torn last line
     path.write_bytes(b"".join(lines))
     assert drop_lines_after(path, 2) == 3
     assert path.read_bytes() == b"".join(lines[:3])  # a line that is not a record stays for readers to skip

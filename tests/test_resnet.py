@@ -1,5 +1,6 @@
 """SNGAN ResNet G/D: shapes, a D and a G step for every arch x conditional x loss, spectral norm,
 conditional BatchNorm, export, and BatchNorm recalibration of the EMA generator."""
+
 import copy
 
 import pytest
@@ -44,8 +45,10 @@ def test_d_and_g_step_backward(arch, conditional, loss):
     assert all(torch.isfinite(v) for v in metrics.values())
     assert "reg/r1" in metrics and ("reg/gp" in metrics) == (loss == "wgan_gp")
     # (The logit's bias cancels out of the Wasserstein/hinge losses: its gradient may be 0.)
-    assert all(p.grad is not None and (p.grad.abs().sum() > 0 or name == "head.linear.bias")
-               for name, p in D.named_parameters())
+    assert all(
+        p.grad is not None and (p.grad.abs().sum() > 0 or name == "head.linear.bias")
+        for name, p in D.named_parameters()
+    )
     assert all(p.grad is None for p in G.parameters())  # the fake was detached for D
     D.zero_grad()
     D.requires_grad_(False)  # as the GAN recipe's G phase declares D frozen
@@ -147,4 +150,3 @@ def test_recalibrated_ema_batchnorm_has_the_statistics_of_its_own_weights(arch, 
         if "running" not in k and "num_batches" not in k:
             assert torch.equal(v, ema_weights[k]), k
     assert all(torch.equal(v, ema_weights[k]) for k, v in ema.module.state_dict().items())
-

@@ -6,6 +6,7 @@ Accelerate's prepared dataloader calls ``sampler.set_epoch(its own pass counter)
 of every pass, and a freshly built loader's counter is 0: a resume that only repositioned the
 sampler replayed epoch 0. Resuming inside epoch 0 cannot see that, so these tests resume later.
 """
+
 import json
 
 import pytest
@@ -28,11 +29,14 @@ def state_of(ckpt):
     return json.loads((ckpt / "trainer_state.json").read_text())["state"]
 
 
-@pytest.mark.parametrize("k,accum", [
-    (2 * BATCHES_PER_EPOCH, 1),         # the resume point is exactly the end of epoch 1
-    (2 * BATCHES_PER_EPOCH + 3, 1),     # in the middle of epoch 2
-    (BATCHES_PER_EPOCH + 2, 2),         # accumulation (an epoch's odd last batch is an update): epoch 2
-])
+@pytest.mark.parametrize(
+    "k,accum",
+    [
+        (2 * BATCHES_PER_EPOCH, 1),  # the resume point is exactly the end of epoch 1
+        (2 * BATCHES_PER_EPOCH + 3, 1),  # in the middle of epoch 2
+        (BATCHES_PER_EPOCH + 2, 2),  # accumulation (an epoch's odd last batch is an update): epoch 2
+    ],
+)
 def test_resume_in_a_later_epoch_equals_uninterrupted_run(tmp_path, k, accum):
     kw = dict(KW, gradient_accumulation_steps=accum)
     trainer(tmp_path / "straight", 2 * k, **kw).train()
@@ -42,10 +46,16 @@ def test_resume_in_a_later_epoch_equals_uninterrupted_run(tmp_path, k, accum):
     trainer(tmp_path / "split", 2 * k, resume_from_checkpoint="latest", **kw).train()
 
     final = f"step_{2 * k:08d}"
-    a, b = tensors_of(tmp_path / "straight" / "checkpoints" / final), tensors_of(tmp_path / "split" / "checkpoints" / final)
+    a, b = (
+        tensors_of(tmp_path / "straight" / "checkpoints" / final),
+        tensors_of(tmp_path / "split" / "checkpoints" / final),
+    )
     assert a.keys() == b.keys() and len(a) > 20
     assert all(torch.equal(a[key], b[key]) for key in a), [key for key in a if not torch.equal(a[key], b[key])][:5]
-    sa, sb = state_of(tmp_path / "straight" / "checkpoints" / final), state_of(tmp_path / "split" / "checkpoints" / final)
+    sa, sb = (
+        state_of(tmp_path / "straight" / "checkpoints" / final),
+        state_of(tmp_path / "split" / "checkpoints" / final),
+    )
     assert sa == sb
     # The counters say where the data order stands: the engine rolls an epoch over at the update
     # that ends it, so an end of epoch reads (next epoch, 0).

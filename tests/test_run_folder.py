@@ -1,4 +1,5 @@
 """The run folder under concurrent runs, overwrites, changed settings on resume and full disks."""
+
 import errno
 import json
 import logging
@@ -29,7 +30,7 @@ def test_lock_is_released_after_a_run_and_a_stale_lock_is_taken_over(base_run, t
     assert (run / "run.lock").read_text().split()[1] == str(holder.pid)
     with caplog.at_level(logging.WARNING):
         assert run_gan(run, "--resume_from_checkpoint", "latest", "--max_steps", "5") == 0
-    assert f"taking over a stale lock of a run that is gone (host" in caplog.text and f"pid {holder.pid}" in caplog.text
+    assert "taking over a stale lock of a run that is gone (host" in caplog.text and f"pid {holder.pid}" in caplog.text
     assert read_jsonl(run / "metrics.jsonl")[-1]["step"] == 5 and not (run / "run.lock").exists()
 
 
@@ -38,8 +39,22 @@ def test_second_run_on_a_folder_in_use_is_refused_and_first_is_untouched(tmp_pat
     run.mkdir()
     holder = LockHolder(run)
     try:
-        line = user_error(train_gan, ["--output_dir", str(run), "--max_steps", "2", "--dataset", "digits",
-                                      "--image_size", "16", "--z_dim", "8"], capsys)
+        line = user_error(
+            train_gan,
+            [
+                "--output_dir",
+                str(run),
+                "--max_steps",
+                "2",
+                "--dataset",
+                "digits",
+                "--image_size",
+                "16",
+                "--z_dim",
+                "8",
+            ],
+            capsys,
+        )
     finally:
         holder.kill()
     assert f"--output_dir {run}: in use by another run" in line and f"pid {holder.pid}" in line
@@ -64,9 +79,22 @@ def test_overwrite_removes_only_what_a_run_writes(base_run, tmp_path, capsys):
 
 def test_learning_rates_may_change_on_resume_and_take_effect(base_run, tmp_path, capsys):
     run = copy_run(base_run, tmp_path / "run")
-    assert run_gan(run, "--resume_from_checkpoint", str(run / "checkpoints/step_00000002"), "--lr_g", "1e-5",
-                   "--adam_beta2", "0.99") == 0
-    assert "resuming with changed settings (--adam_beta2 0.999 -> 0.99; --lr_g 0.0002 -> 1e-05)" in capsys.readouterr().out
+    assert (
+        run_gan(
+            run,
+            "--resume_from_checkpoint",
+            str(run / "checkpoints/step_00000002"),
+            "--lr_g",
+            "1e-5",
+            "--adam_beta2",
+            "0.99",
+        )
+        == 0
+    )
+    assert (
+        "resuming with changed settings (--adam_beta2 0.999 -> 0.99; --lr_g 0.0002 -> 1e-05)"
+        in capsys.readouterr().out
+    )
     resumed = [r for r in read_jsonl(run / "metrics.jsonl") if r["step"] > 2][-2:]
     assert [r["lr/G"] for r in resumed] == [1e-5, 1e-5] and [r["lr/D"] for r in resumed] == [2e-4, 2e-4]
     saved = json.loads((run / "checkpoints/step_00000004/trainer_state.json").read_text())
@@ -79,12 +107,18 @@ def test_full_disk_at_a_checkpoint_is_one_line_and_leaves_no_partial_folder(base
     def full_disk_save(self, output_dir, **kwargs):
         (Path(output_dir) / "model.safetensors").write_bytes(b"x" * 1000)  # a partial file, then the failure
         # what torch.save's zip writer raises on ENOSPC
-        raise RuntimeError("[enforce fail at inline_container.cc:626] . PytorchStreamWriter failed writing file "
-                           f"data/0: file write failed ({errno.errorcode[errno.ENOSPC]})")
+        raise RuntimeError(
+            "[enforce fail at inline_container.cc:626] . PytorchStreamWriter failed writing file "
+            f"data/0: file write failed ({errno.errorcode[errno.ENOSPC]})"
+        )
 
     monkeypatch.setattr(Accelerator, "save_state", full_disk_save)
-    line = user_error(train_gan, [*BASE_FLAGS, "--output_dir", str(run), "--resume_from_checkpoint", "latest",
-                                  "--max_steps", "6"], capsys, bar="gan")
+    line = user_error(
+        train_gan,
+        [*BASE_FLAGS, "--output_dir", str(run), "--resume_from_checkpoint", "latest", "--max_steps", "6"],
+        capsys,
+        bar="gan",
+    )
     assert "could not write checkpoint" in line and "step_00000006" in line and "PytorchStreamWriter" in line
     assert f"the previous checkpoint {run}/checkpoints/step_00000004 is kept" in line
     assert sorted(p.name for p in (run / "checkpoints").iterdir()) == ["step_00000002", "step_00000004"]
@@ -98,8 +132,9 @@ def test_non_finite_values_are_null_in_json(base_run):
 
 def test_metrics_jsonl_writes_null_and_warns_of_a_loss_explosion(tmp_path):
     acc = SimpleNamespace(is_main_process=True, is_local_main_process=False, log=lambda *a, **k: None)
-    logger = MetricsLogger(acc, tmp_path, total_steps=10, initial_step=0, log_every=1, explosion_factor=1e3,
-                           explosion_window=5)
+    logger = MetricsLogger(
+        acc, tmp_path, total_steps=10, initial_step=0, log_every=1, explosion_factor=1e3, explosion_window=5
+    )
     for step, loss in enumerate([1.0, 1.2, 0.9, 1.1, 5e3, 2e4, 1.0, float("nan")], start=1):
         logger.write(step, {"loss/D": loss, "loss/G": 0.7})
     records = read_jsonl(tmp_path / "metrics.jsonl")

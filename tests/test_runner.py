@@ -1,5 +1,6 @@
 """The runner (gan_accel/runner.py) and what each task declares to it: each test is a defect of the
 time when every task wrote its own run sequence and a shared name list had to know it."""
+
 import json
 import os
 import shutil
@@ -29,7 +30,9 @@ def test_cyclegan_and_distillation_allow_the_changes_the_gan_allows():
     assert refused == [] and len(changed) == 4
     assert resume_changes(saved, {**now, "batch_size": 8}, cyclegan)[0] == ["--batch_size 4 -> 8"]
     distill = resume_policy(*DistillTrainer.config_types())
-    refused, changed = resume_changes({"alpha_kd": 0.5, "temperature": 2.0}, {"alpha_kd": 0.9, "temperature": 4.0}, distill)
+    refused, changed = resume_changes(
+        {"alpha_kd": 0.5, "temperature": 2.0}, {"alpha_kd": 0.9, "temperature": 4.0}, distill
+    )
     assert refused == [] and changed == ["--alpha_kd 0.5 -> 0.9", "--temperature 2.0 -> 4.0"]
     assert distill["cache_teacher_logits"] == SAME and cyclegan["lr"] == CHANGEABLE
 
@@ -43,7 +46,9 @@ def test_overwrite_removes_a_cyclegan_runs_exports(tmp_path, capsys):
     (run / "notes.txt").write_text("mine")
     capsys.readouterr()
     reset_accelerate()
-    assert train_cyclegan([*TINY_CYCLEGAN, "--output_dir", str(run), "--max_steps", "1", "--overwrite_output_dir"]) == 0
+    assert (
+        train_cyclegan([*TINY_CYCLEGAN, "--output_dir", str(run), "--max_steps", "1", "--overwrite_output_dir"]) == 0
+    )
     out = capsys.readouterr().out
     line = next(x for x in out.splitlines() if x.startswith("--overwrite_output_dir"))
     assert "generator_A2B" in line.split("; kept")[0] and line.endswith("; kept notes.txt")
@@ -55,9 +60,12 @@ def gan(out, max_steps, **run_kwargs):
     from gan_accel.gan.config import GANDataArguments, GANModelArguments, GANTrainArguments
 
     reset_accelerate()
-    return (GANDataArguments(image_size=16), GANModelArguments(z_dim=8, g_channels=8, d_channels=8),
-            GANTrainArguments(max_steps=max_steps, batch_size=32, sample_every=2),
-            RunArguments(output_dir=str(out), checkpointing_steps=0, **run_kwargs))
+    return (
+        GANDataArguments(image_size=16),
+        GANModelArguments(z_dim=8, g_channels=8, d_channels=8),
+        GANTrainArguments(max_steps=max_steps, batch_size=32, sample_every=2),
+        RunArguments(output_dir=str(out), checkpointing_steps=0, **run_kwargs),
+    )
 
 
 def test_run_folder_line_after_a_signal_lists_no_export_of_an_earlier_run(tmp_path, capsys):
@@ -136,16 +144,22 @@ def test_translator_loader_names_what_it_was_given(tmp_path):
     from gan_accel.cyclegan.export import load_translator
 
     classifier = write_config(tmp_path / "clf" / "model", {"model_type": "distilbert", "architectures": ["X"]})
-    with pytest.raises(UserError, match="not a CycleGAN translator: its config.json describes a distilbert model") as err:
+    with pytest.raises(
+        UserError, match="not a CycleGAN translator: its config.json describes a distilbert model"
+    ) as err:
         load_translator(classifier)
     assert "dcgan" not in str(err.value)
-    gan_export = write_config(tmp_path / "gan" / "generator", {"z_dim": 8, "channels": 1, "image_size": 16, "arch": "dcgan"})
+    gan_export = write_config(
+        tmp_path / "gan" / "generator", {"z_dim": 8, "channels": 1, "image_size": 16, "arch": "dcgan"}
+    )
     with pytest.raises(UserError, match="a 'dcgan' noise-to-image generator .*sample_gan.py"):
         load_translator(gan_export)
     run = tmp_path / "cyclegan_run"
     write_config(run / "generator_B2A", {"arch": "cyclegan_resnet"})
     (run / "checkpoints").mkdir()
-    with pytest.raises(UserError, match=f"this is a training run folder, not its export; pass {run / 'generator_B2A'}"):
+    with pytest.raises(
+        UserError, match=f"this is a training run folder, not its export; pass {run / 'generator_B2A'}"
+    ):
         load_translator(run)
 
 
@@ -312,18 +326,26 @@ def test_old_checkpoints_of_cyclegan_classifier_and_distillation_still_resume(di
     assert train_cyclegan([*TINY_CYCLEGAN, "--output_dir", str(run), "--max_steps", "1"]) == 0
     assert strip_to_old_layout(run / "checkpoints" / "step_00000001") == "cyclegan"
     reset_accelerate()
-    assert train_cyclegan([*TINY_CYCLEGAN, "--output_dir", str(run), "--max_steps", "2",
-                           "--resume_from_checkpoint", "latest"]) == 0
+    assert (
+        train_cyclegan(
+            [*TINY_CYCLEGAN, "--output_dir", str(run), "--max_steps", "2", "--resume_from_checkpoint", "latest"]
+        )
+        == 0
+    )
     assert json.loads((run / "checkpoints/step_00000002/trainer_state.json").read_text())["project"] == "cyclegan"
 
     clf = shutil.copytree(distill_setup["folder"] / "teacher_run", tmp_path / "clf")
     assert strip_to_old_layout(clf / "checkpoints" / "step_00000002") == "classifier"
     tiny = distill_setup["folder"] / "tiny"
-    train_in_process(train_argv(distill_setup["corpus"], tiny, clf, "--max_steps", "3", "--resume_from_checkpoint", "latest"))
+    train_in_process(
+        train_argv(distill_setup["corpus"], tiny, clf, "--max_steps", "3", "--resume_from_checkpoint", "latest")
+    )
     assert json.loads((clf / "checkpoints/step_00000003/trainer_state.json").read_text())["state"]["step"] == 3
 
     student = tmp_path / "student"
     train_distill(*distill_configs(distill_setup, student, "--max_steps", "1"))
     assert strip_to_old_layout(student / "checkpoints" / "step_00000001") == "distill"
-    run = train_distill(*distill_configs(distill_setup, student, "--max_steps", "2", "--resume_from_checkpoint", "latest"))
+    run = train_distill(
+        *distill_configs(distill_setup, student, "--max_steps", "2", "--resume_from_checkpoint", "latest")
+    )
     assert run.state.step == 2

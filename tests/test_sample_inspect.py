@@ -2,6 +2,7 @@
 every seed onto the mean image, psi=1 is plain sampling, resampling keeps |z| under the
 threshold), slerp paths (exact endpoints, norms kept), a per-class grid, and seeds.json (a
 listed seed regenerates the same pixels)."""
+
 import json
 
 import numpy as np
@@ -20,11 +21,21 @@ sample_gan = load_script("sample_gan").main
 def exports(tmp_path_factory):
     root = tmp_path_factory.mktemp("gens")
     torch.manual_seed(0)
-    G, _ = build_models("dcgan", z_dim=8, channels=1, image_size=16, g_channels=8, d_channels=8, d_norm="none",
-                        g_norm="none")
+    G, _ = build_models(
+        "dcgan", z_dim=8, channels=1, image_size=16, g_channels=8, d_channels=8, d_norm="none", g_norm="none"
+    )
     save_generator(G, root / "uncond")
-    G, _ = build_models("dcgan", z_dim=8, channels=3, image_size=16, g_channels=8, d_channels=8, d_norm="none",
-                        g_norm="none", num_classes=3)
+    G, _ = build_models(
+        "dcgan",
+        z_dim=8,
+        channels=3,
+        image_size=16,
+        g_channels=8,
+        d_channels=8,
+        d_norm="none",
+        g_norm="none",
+        num_classes=3,
+    )
     save_generator(G, root / "cond")
     return root
 
@@ -62,8 +73,8 @@ def test_resample_truncation_keeps_values_under_the_threshold():
     z = seed_latent(3, 4096, 0.5, "resample")
     assert float(z.abs().max()) <= 0.5
     inside = plain.abs() <= 0.5
-    assert torch.equal(z[inside], plain[inside])                        # only the outliers are redrawn
-    assert torch.equal(z, seed_latent(3, 4096, 0.5, "resample"))       # still a function of the seed
+    assert torch.equal(z[inside], plain[inside])  # only the outliers are redrawn
+    assert torch.equal(z, seed_latent(3, 4096, 0.5, "resample"))  # still a function of the seed
     assert float(z.std()) < float(plain.std())
 
 
@@ -77,7 +88,7 @@ def test_slerp_endpoints_and_norms():
     assert float(((a + b) / 2).norm()) < 0.8 * low
     paths = interpolation_paths(torch.stack([a, b, seed_latent(2, 512)]), 5)
     assert paths.shape == (3, 5, 512)
-    assert torch.allclose(paths[2, -1], a, atol=1e-5)                  # the last path returns to the first seed
+    assert torch.allclose(paths[2, -1], a, atol=1e-5)  # the last path returns to the first seed
 
 
 def test_listed_seed_regenerates_the_same_pixels(exports, tmp_path):
@@ -110,5 +121,5 @@ def test_interpolation_grid_and_gif(exports, tmp_path):
         assert gif.n_frames == 6 + 4 and gif.info.get("loop") == 0  # forward, then back without the ends
     # Column 0 of each row is its seed's own image, as plain sampling draws it.
     plain = sample(exports, tmp_path / "plain", "--num_images", "4")
-    tile = pixels(out / "interpolation.png")[2 + 18:2 + 18 + 16, 2:18]
+    tile = pixels(out / "interpolation.png")[2 + 18 : 2 + 18 + 16, 2:18]
     assert np.array_equal(tile, pixels(plain / "000001.png"))

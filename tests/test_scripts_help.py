@@ -3,6 +3,7 @@
 argparse %-formats every help string, so a bare ``%`` in a field's help (``~30% more``) turned
 ``--help`` itself into an error while every argument error says "run with --help".
 """
+
 import importlib
 from pathlib import Path
 
@@ -16,19 +17,24 @@ BENCHMARKS = sorted(f"benchmarks.{p.stem}" for p in (ROOT / "benchmarks").glob("
 
 
 def test_the_list_covers_the_scripts():
-    assert {"train_gan", "train_classifier", "predict", "sample_gan", "evaluate_gan", "make_tiny_model"} <= set(SCRIPTS)
+    assert {"train_gan", "train_classifier", "predict", "sample_gan", "evaluate_gan", "make_tiny_model"} <= set(
+        SCRIPTS
+    )
 
 
 def test_the_list_covers_the_benchmarks():
     assert {"benchmarks.bench", "benchmarks.bench_data", "benchmarks.bench_knobs", "benchmarks.bench_distill"} <= set(
-        BENCHMARKS)
+        BENCHMARKS
+    )
 
 
 @pytest.mark.parametrize("name", SCRIPTS + BENCHMARKS)
 def test_help_exits_0_and_prints_usage(name, capsys):
     module = importlib.import_module(name) if name.startswith("benchmarks.") else load_script(name)
     # A script is a thin wrapper: its command's source is the gan_accel.cli module it imports.
-    source = Path(module.__file__ if name.startswith("benchmarks.") else ROOT / "gan_accel" / "cli" / f"{name}.py").read_text()
+    source = Path(
+        module.__file__ if name.startswith("benchmarks.") else ROOT / "gan_accel" / "cli" / f"{name}.py"
+    ).read_text()
     with pytest.raises(SystemExit) as info:
         module.main(["--help"])
     out, err = capsys.readouterr()

@@ -1,6 +1,7 @@
 """--channels_last and --compile: a few steps, checkpoints keep their key names, resume works;
 the compile fallback prints why and trains eagerly. Fused Adam and the sync-free update on the
 classifier path."""
+
 import json
 
 import pytest
@@ -18,7 +19,10 @@ def _run(out, *extra):
 
 
 def _keys(ckpt):
-    return {name: set(load_file(str(ckpt / name))) for name in ("model.safetensors", "model_1.safetensors", "ema.safetensors")}
+    return {
+        name: set(load_file(str(ckpt / name)))
+        for name in ("model.safetensors", "model_1.safetensors", "ema.safetensors")
+    }
 
 
 def test_channels_last_trains_checkpoints_and_resumes(tmp_path):
@@ -66,7 +70,9 @@ def test_compile_trains_checkpoints_and_resumes(tmp_path):
 
 
 def test_config_rejects_nothing_but_saves_the_flags(tmp_path):
-    assert train_gan([*TINY_GAN, "--output_dir", str(tmp_path / "d"), "--channels_last", "--compile", "--dry_run"]) == 0
+    assert (
+        train_gan([*TINY_GAN, "--output_dir", str(tmp_path / "d"), "--channels_last", "--compile", "--dry_run"]) == 0
+    )
 
 
 def test_classifier_optimizer_is_fused_and_update_is_sync_free():

@@ -1,5 +1,6 @@
 """The stdlib docstring corpus: labels by module family, tests and duplicates left out, balanced
 classes, a validation split that does not depend on the cap, and the real thing is big enough."""
+
 from pathlib import Path
 
 from benchmarks.stdlib_corpus import FAMILIES, collect, make_corpus, split
@@ -13,8 +14,10 @@ def write(root: Path, relative: str, *docs: str) -> None:
 
 def test_collect_labels_by_family_and_drops_tests_and_shared_texts(tmp_path):
     write(tmp_path, "email/parser.py", "Parse a message from a string of bytes.", "Too short.")
-    write(tmp_path, "asyncio/tasks.py", "Schedule the coroutine on the running loop.", "Return the value of the object.")
-    write(tmp_path, "tkinter/__init__.py", "Return the value of the object.")      # in two families: dropped
+    write(
+        tmp_path, "asyncio/tasks.py", "Schedule the coroutine on the running loop.", "Return the value of the object."
+    )
+    write(tmp_path, "tkinter/__init__.py", "Return the value of the object.")  # in two families: dropped
     write(tmp_path, "unittest/test/test_case.py", "A test of the test case itself here.")  # tests: left out
     write(tmp_path, "json/decoder.py", "Decode a JSON document into Python objects.")  # no family: left out
     write(tmp_path, "site-packages/email/x.py", "An installed package, not the stdlib.")

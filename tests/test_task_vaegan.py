@@ -6,6 +6,7 @@ policy of each field, exact resume across an epoch boundary, --help and one-line
 It also pins the rule for values shared between phases: ``inputs`` makes the reconstruction
 once; D's phase detaches it; the VAE phase backpropagates through it (E and G were not stepped
 before it). Breaking the rule stops with one line naming the phase."""
+
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -57,7 +58,9 @@ class VAEGAN(Task):
 
     def check(self) -> None:
         if self.args.batch_size > len(self.data):
-            raise ConfigError(f"--batch_size {self.args.batch_size} is larger than the data ({len(self.data)} samples)")
+            raise ConfigError(
+                f"--batch_size {self.args.batch_size} is larger than the data ({len(self.data)} samples)"
+            )
 
     def build(self) -> Plan:
         a, acc = self.args, self.accelerator
@@ -81,24 +84,37 @@ class VAEGAN(Task):
             kl = -0.5 * (1 + s["logvar"] - s["mu"] ** 2 - s["logvar"].exp()).sum(dim=1).mean()
             adversarial = F.softplus(-s.nets.D(s["recon"])).mean()
             total = reconstruction + a.kl_weight * kl + a.adv_weight * adversarial
-            return total, {"loss/rec": reconstruction.detach(), "loss/kl": kl.detach(), "loss/adv": adversarial.detach()}
+            return total, {
+                "loss/rec": reconstruction.detach(),
+                "loss/kl": kl.detach(),
+                "loss/adv": adversarial.detach(),
+            }
 
         d_phase = Phase("D", trains=["D"], loss=d_loss, retain_graph=a.retain_graph)
         vae_phase = Phase("VAE", trains=["E", "G"], frozen=["D"], loss=vae_loss, retain_graph=a.retain_graph)
         recipe = Recipe(
-            networks=[Network("E", E, optimizer="VAE"), Network("G", G, optimizer="VAE"), Network("D", D, optimizer="D")],
+            networks=[
+                Network("E", E, optimizer="VAE"),
+                Network("G", G, optimizer="VAE"),
+                Network("D", D, optimizer="D"),
+            ],
             optimizers=[Optimizer("VAE", adam(a.lr, (0.5, 0.99))), Optimizer("D", adam(a.lr, (0.5, 0.99)))],
             phases=[d_phase, vae_phase] if a.d_first else [vae_phase, d_phase],
-            progress="VAE", inputs=inputs)
-        loader = DataLoader(range(N), batch_size=a.batch_size, sampler=ResumableSampler(N, seed=self.run_args.seed),
-                            drop_last=True)
+            progress="VAE",
+            inputs=inputs,
+        )
+        loader = DataLoader(
+            range(N), batch_size=a.batch_size, sampler=ResumableSampler(N, seed=self.run_args.seed), drop_last=True
+        )
         return Plan(recipe, loader, a.max_steps)
 
     def export(self) -> None:
         folder = self.run.output_dir / "decoder"
         folder.mkdir(exist_ok=True)
         G = self.engine.module("G")
-        save_file({k: v.detach().cpu().contiguous() for k, v in G.state_dict().items()}, str(folder / "model.safetensors"))
+        save_file(
+            {k: v.detach().cpu().contiguous() for k, v in G.state_dict().items()}, str(folder / "model.safetensors")
+        )
 
 
 main = VAEGAN.script("Train a VAE-GAN on random vectors.")
@@ -117,8 +133,10 @@ def weights(ckpt: Path) -> dict:
 
 def test_resumes_exactly_across_an_epoch_boundary(tmp_path, capsys):
     assert run(tmp_path / "straight", "--max_steps", "8") == 0
-    assert run(tmp_path / "split", "--max_steps", "4") == 0          # stops inside epoch 0
-    assert run(tmp_path / "split", "--max_steps", "8", "--resume_from_checkpoint", "latest") == 0  # crosses into epoch 1
+    assert run(tmp_path / "split", "--max_steps", "4") == 0  # stops inside epoch 0
+    assert (
+        run(tmp_path / "split", "--max_steps", "8", "--resume_from_checkpoint", "latest") == 0
+    )  # crosses into epoch 1
     a = weights(tmp_path / "straight" / "checkpoints" / "step_00000008")
     b = weights(tmp_path / "split" / "checkpoints" / "step_00000008")
     assert a.keys() == b.keys() and len(a) == 8  # E, G and two layers of D: weight and bias each
@@ -133,8 +151,9 @@ def test_resume_policy_comes_from_the_fields(tmp_path, capsys):
     assert run(tmp_path / "r", "--max_steps", "4") == 0
     assert run(tmp_path / "r", "--max_steps", "6", "--resume_from_checkpoint", "latest", "--lr", "5e-3") == 0
     assert "resuming with changed settings (--lr 0.01 -> 0.005)" in capsys.readouterr().out
-    line = user_error(main, ["--output_dir", str(tmp_path / "r"), "--resume_from_checkpoint", "latest",
-                             "--latent", "3"], capsys)
+    line = user_error(
+        main, ["--output_dir", str(tmp_path / "r"), "--resume_from_checkpoint", "latest", "--latent", "3"], capsys
+    )
     assert "trained with different settings (--latent 2 -> 3)" in line
 
 
@@ -146,8 +165,10 @@ def test_overwrite_removes_what_it_declares_and_keeps_the_rest(tmp_path, capsys)
     assert "holds another run; pass --overwrite_output_dir" in line
     assert run(tmp_path / "o", "--max_steps", "2", "--overwrite_output_dir") == 0
     out = capsys.readouterr().out
-    assert ("removed the previous run's checkpoints, config.json, decoder, metrics.jsonl" in out
-            and out.count("; kept notes.txt") == 1)
+    assert (
+        "removed the previous run's checkpoints, config.json, decoder, metrics.jsonl" in out
+        and out.count("; kept notes.txt") == 1
+    )
 
 
 def test_lock_help_and_one_line_errors(tmp_path, capsys):
@@ -167,11 +188,19 @@ def test_lock_help_and_one_line_errors(tmp_path, capsys):
     assert "in use by another run" in line
 
 
-@pytest.mark.parametrize("flags,expected", [
-    (["--no_detach_for_d"], "phase 'VAE' backpropagates through a graph an earlier phase's backward already freed"),
-    (["--no_d_first", "--no_detach_for_d", "--retain_graph"],
-     "phase 'D' backpropagates through a value made before an earlier phase stepped"),
-])
+@pytest.mark.parametrize(
+    "flags,expected",
+    [
+        (
+            ["--no_detach_for_d"],
+            "phase 'VAE' backpropagates through a graph an earlier phase's backward already freed",
+        ),
+        (
+            ["--no_d_first", "--no_detach_for_d", "--retain_graph"],
+            "phase 'D' backpropagates through a value made before an earlier phase stepped",
+        ),
+    ],
+)
 def test_values_shared_between_phases_follow_one_rule(tmp_path, capsys, flags, expected):
     line = user_error(main, ["--output_dir", str(tmp_path / "rule"), "--max_steps", "2", *flags], capsys, bar="train")
     assert expected in line

@@ -2,6 +2,7 @@
 (TensorBoard event files, MLflow's local file store, W&B offline mode; each skipped when its
 package is absent): the run's scalars and its sample grids as images; a tracker named and not
 installed is one line naming the pip install, before anything is written."""
+
 import os
 
 import pytest
@@ -31,8 +32,9 @@ def test_parse_report_to(monkeypatch):
 def test_uninstalled_tracker_is_one_line_before_anything_is_written(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(trackers, "installed_trackers", lambda: ["tensorboard"])
     line = user_error(train_gan, [*TINY_GAN, "--output_dir", str(tmp_path / "run"), "--report_to", "mlflow"], capsys)
-    assert line == ("error: --report_to mlflow: mlflow is not installed; pip install mlflow "
-                    "(or choose another tracker)")
+    assert line == (
+        "error: --report_to mlflow: mlflow is not installed; pip install mlflow (or choose another tracker)"
+    )
     assert not (tmp_path / "run").exists()
 
 

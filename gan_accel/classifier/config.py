@@ -5,6 +5,7 @@ resume) come from :class:`gan_accel.config.RunArguments`; these add data, model 
 Every field is validated in ``__post_init__`` (values from ``--config FILE`` bypass argparse) with a
 :class:`ConfigError` that names the flag.
 """
+
 from __future__ import annotations
 
 import math
@@ -30,17 +31,48 @@ def check_finite(flag: str, value: float) -> None:
 class ClassifierDataArguments:
     """Where the labelled texts come from and how they are tokenised."""
 
-    train_file: Optional[str] = field(default=None, metadata={"help": "Training data: .csv, .tsv or .jsonl (JSON Lines)."})
-    validation_file: Optional[str] = field(default=None, metadata={"help": "Validation data, same formats; required with --train_file."})
-    dataset_name: Optional[str] = field(default=None, metadata={"help": "A Hub dataset with train/validation splits (needs the optional 'hub' extra: pip install 'gan_accel[hub]')."})
-    dataset_config: Optional[str] = field(default=None, metadata={"help": "Configuration name of --dataset_name (e.g. 'sst2' of 'glue')."})
+    train_file: Optional[str] = field(
+        default=None, metadata={"help": "Training data: .csv, .tsv or .jsonl (JSON Lines)."}
+    )
+    validation_file: Optional[str] = field(
+        default=None, metadata={"help": "Validation data, same formats; required with --train_file."}
+    )
+    dataset_name: Optional[str] = field(
+        default=None,
+        metadata={
+            "help": "A Hub dataset with train/validation splits (needs the optional 'hub' extra: pip install 'gan_accel[hub]')."
+        },
+    )
+    dataset_config: Optional[str] = field(
+        default=None, metadata={"help": "Configuration name of --dataset_name (e.g. 'sst2' of 'glue')."}
+    )
     text_column: str = field(default="text", metadata={"help": "Column holding the text."})
-    text_pair_column: Optional[str] = field(default=None, metadata={"help": "Optional second text column (sentence pairs), encoded as one pair."})
+    text_pair_column: Optional[str] = field(
+        default=None, metadata={"help": "Optional second text column (sentence pairs), encoded as one pair."}
+    )
     label_column: str = field(default="label", metadata={"help": "Column holding the label (string or integer)."})
-    label_names: Optional[List[str]] = field(default=None, metadata={"help": "Label names in class-id order; default: the training labels, sorted (numerically when all are integers)."})
-    max_length: int = field(default=128, metadata={"help": "Tokens per text (pair) after truncation; batches are padded only to their longest text."})
-    group_by_length: bool = field(default=True, metadata={"help": "Training batches of similar lengths (shuffle, sort within mega-batches of ~50 batches, shuffle the batches): far less padding on real text. --no_group_by_length: plain shuffling."})
-    pad_to_multiple_of: Optional[int] = field(default=None, metadata={"help": "Round each batch's padded length up to a multiple of this (tensor cores like multiples of 8). Default: 8 on a GPU, none (1) on a CPU."})
+    label_names: Optional[List[str]] = field(
+        default=None,
+        metadata={
+            "help": "Label names in class-id order; default: the training labels, sorted (numerically when all are integers)."
+        },
+    )
+    max_length: int = field(
+        default=128,
+        metadata={"help": "Tokens per text (pair) after truncation; batches are padded only to their longest text."},
+    )
+    group_by_length: bool = field(
+        default=True,
+        metadata={
+            "help": "Training batches of similar lengths (shuffle, sort within mega-batches of ~50 batches, shuffle the batches): far less padding on real text. --no_group_by_length: plain shuffling."
+        },
+    )
+    pad_to_multiple_of: Optional[int] = field(
+        default=None,
+        metadata={
+            "help": "Round each batch's padded length up to a multiple of this (tensor cores like multiples of 8). Default: 8 on a GPU, none (1) on a CPU."
+        },
+    )
 
     def __post_init__(self) -> None:
         if bool(self.train_file) == bool(self.dataset_name):
@@ -72,8 +104,14 @@ class ClassifierDataArguments:
 class ClassifierModelArguments:
     """The pretrained checkpoint and how it runs."""
 
-    model_name_or_path: str = field(default="distilbert-base-cased", metadata={"help": "Hub name or local folder (save_pretrained) of the pretrained model and tokenizer."})
-    gradient_checkpointing: bool = field(default=False, metadata={"help": "Recompute activations in backward: less memory, about 30 percent more compute."})
+    model_name_or_path: str = field(
+        default="distilbert-base-cased",
+        metadata={"help": "Hub name or local folder (save_pretrained) of the pretrained model and tokenizer."},
+    )
+    gradient_checkpointing: bool = field(
+        default=False,
+        metadata={"help": "Recompute activations in backward: less memory, about 30 percent more compute."},
+    )
 
     def __post_init__(self) -> None:
         if not self.model_name_or_path:
@@ -84,19 +122,71 @@ class ClassifierModelArguments:
 class ClassifierTrainArguments:
     """Optimisation, schedule and evaluation cadence."""
 
-    optimizer: str = choice("adam", OPTIMIZERS, "Optimizer (Adam is the course's choice; weight decay never applies to biases and LayerNorm).")
-    learning_rate: float = field(default=2e-5, metadata={"resume": CHANGEABLE, "help": "Peak learning rate, reached after warm-up."})
-    weight_decay: float = field(default=0.0, metadata={"resume": CHANGEABLE, "help": "Weight decay on weight matrices (not on biases or LayerNorm)."})
-    warmup_steps: Optional[int] = field(default=None, metadata={"resume": CHANGEABLE, "help": "Optimizer updates of linear warm-up; overrides --warmup_ratio (old spelling: --num_warmup_steps).", "aliases": ["--num_warmup_steps"]})
-    warmup_ratio: float = field(default=0.1, metadata={"resume": CHANGEABLE, "help": "Warm-up as a share of all optimizer updates (the course uses 0.1)."})
-    num_train_epochs: int = field(default=3, metadata={"resume": SAME, "help": "Passes over the training data (ignored when --max_steps is set)."})
-    max_steps: Optional[int] = field(default=None, metadata={"resume": SAME, "help": "Total optimizer updates; overrides --num_train_epochs and sizes the schedule."})
-    batch_size: int = field(default=16, metadata={"help": "Examples per process per micro-batch (global batch = this x processes x accumulation)."})
-    eval_batch_size: Optional[int] = field(default=None, metadata={"resume": SAME, "help": "Examples per process per evaluation batch (default: 2 x --batch_size)."})
-    max_grad_norm: float = field(default=1.0, metadata={"resume": CHANGEABLE, "help": "Clip the global gradient norm to this (0: no clipping)."})
-    local_sgd_steps: int = field(default=0, metadata={"help": "Multi-process only: average weights every N updates instead of all-reducing gradients each update (Accelerate LocalSGD; 0: off)."})
-    eval_every: int = field(default=0, metadata={"resume": SAME, "help": "Also evaluate every N optimizer updates (0: only at the end of each epoch; old spelling: --eval_steps).", "aliases": ["--eval_steps"]})
-    metric_for_best_model: str = choice("accuracy", BEST_METRICS, "Validation metric that picks the model kept in OUTPUT_DIR/model (loss: lower is better).")
+    optimizer: str = choice(
+        "adam",
+        OPTIMIZERS,
+        "Optimizer (Adam is the course's choice; weight decay never applies to biases and LayerNorm).",
+    )
+    learning_rate: float = field(
+        default=2e-5, metadata={"resume": CHANGEABLE, "help": "Peak learning rate, reached after warm-up."}
+    )
+    weight_decay: float = field(
+        default=0.0,
+        metadata={"resume": CHANGEABLE, "help": "Weight decay on weight matrices (not on biases or LayerNorm)."},
+    )
+    warmup_steps: Optional[int] = field(
+        default=None,
+        metadata={
+            "resume": CHANGEABLE,
+            "help": "Optimizer updates of linear warm-up; overrides --warmup_ratio (old spelling: --num_warmup_steps).",
+            "aliases": ["--num_warmup_steps"],
+        },
+    )
+    warmup_ratio: float = field(
+        default=0.1,
+        metadata={"resume": CHANGEABLE, "help": "Warm-up as a share of all optimizer updates (the course uses 0.1)."},
+    )
+    num_train_epochs: int = field(
+        default=3,
+        metadata={"resume": SAME, "help": "Passes over the training data (ignored when --max_steps is set)."},
+    )
+    max_steps: Optional[int] = field(
+        default=None,
+        metadata={
+            "resume": SAME,
+            "help": "Total optimizer updates; overrides --num_train_epochs and sizes the schedule.",
+        },
+    )
+    batch_size: int = field(
+        default=16,
+        metadata={"help": "Examples per process per micro-batch (global batch = this x processes x accumulation)."},
+    )
+    eval_batch_size: Optional[int] = field(
+        default=None,
+        metadata={"resume": SAME, "help": "Examples per process per evaluation batch (default: 2 x --batch_size)."},
+    )
+    max_grad_norm: float = field(
+        default=1.0, metadata={"resume": CHANGEABLE, "help": "Clip the global gradient norm to this (0: no clipping)."}
+    )
+    local_sgd_steps: int = field(
+        default=0,
+        metadata={
+            "help": "Multi-process only: average weights every N updates instead of all-reducing gradients each update (Accelerate LocalSGD; 0: off)."
+        },
+    )
+    eval_every: int = field(
+        default=0,
+        metadata={
+            "resume": SAME,
+            "help": "Also evaluate every N optimizer updates (0: only at the end of each epoch; old spelling: --eval_steps).",
+            "aliases": ["--eval_steps"],
+        },
+    )
+    metric_for_best_model: str = choice(
+        "accuracy",
+        BEST_METRICS,
+        "Validation metric that picks the model kept in OUTPUT_DIR/model (loss: lower is better).",
+    )
 
     def __post_init__(self) -> None:
         check_choice("optimizer", self.optimizer, OPTIMIZERS)
@@ -111,8 +201,10 @@ class ClassifierTrainArguments:
         check_positive("num_train_epochs", self.num_train_epochs)
         check_positive("max_steps", self.max_steps)
         if self.max_steps and self.warmup_steps is not None and self.warmup_steps >= self.max_steps:
-            raise ConfigError(f"--warmup_steps {self.warmup_steps} must be smaller than the "
-                              f"{self.max_steps} optimizer updates of the run (--max_steps)")
+            raise ConfigError(
+                f"--warmup_steps {self.warmup_steps} must be smaller than the "
+                f"{self.max_steps} optimizer updates of the run (--max_steps)"
+            )
         check_positive("batch_size", self.batch_size)
         check_positive("eval_batch_size", self.eval_batch_size)
         check_positive("max_grad_norm", self.max_grad_norm, allow_zero=True)

@@ -4,6 +4,7 @@ the dataloaders.
 Rows are plain dicts until tokenisation; the train dataloader draws its order from
 :class:`ResumableSampler` so a checkpoint can restore the exact position inside an epoch.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -25,8 +26,10 @@ def load_hub_splits(name: str, config: Optional[str]) -> Dict[str, List[dict]]:
     try:
         import datasets
     except ImportError:
-        raise UserError(f"--dataset_name {name} needs the 'datasets' package: pip install 'gan_accel[hub]' "
-                        "(or pass --train_file/--validation_file)") from None
+        raise UserError(
+            f"--dataset_name {name} needs the 'datasets' package: pip install 'gan_accel[hub]' "
+            "(or pass --train_file/--validation_file)"
+        ) from None
     try:
         ds = datasets.load_dataset(name, config)
     except Exception as err:  # the Hub raises many types (connection, missing config, ...)
@@ -42,8 +45,10 @@ def check_columns(rows: List[dict], columns: Sequence[str], source: str) -> None
     present = rows[0].keys()
     for column in columns:
         if column not in present:
-            raise UserError(f"{source}: no column {column!r} (columns: {', '.join(map(str, present))}); "
-                            "set --text_column/--text_pair_column/--label_column")
+            raise UserError(
+                f"{source}: no column {column!r} (columns: {', '.join(map(str, present))}); "
+                "set --text_column/--text_pair_column/--label_column"
+            )
 
 
 # ---- labels ---------------------------------------------------------------------------------
@@ -68,8 +73,10 @@ def encode_labels(rows: List[dict], column: str, label2id: Dict[str, int], sourc
     for i, row in enumerate(rows):
         key = _label_key(row[column])
         if key not in label2id:
-            raise UserError(f"{source}: {where(rows, i)} has label {key!r}, not among the training labels "
-                            f"({', '.join(label2id)}); fix the file or pass --label_names")
+            raise UserError(
+                f"{source}: {where(rows, i)} has label {key!r}, not among the training labels "
+                f"({', '.join(label2id)}); fix the file or pass --label_names"
+            )
         ids.append(label2id[key])
     return ids
 
@@ -114,9 +121,14 @@ def read_labelled_rows(args: ClassifierDataArguments) -> LabelledRows:
         hub_names = splits.pop("label_names")
         sources = {s: f"--dataset_name {args.dataset_name} ({s})" for s in splits}
     else:
-        splits = {"train": read_table(args.train_file, "train_file"),
-                  "validation": read_table(args.validation_file, "validation_file")}
-        sources = {"train": f"--train_file {args.train_file}", "validation": f"--validation_file {args.validation_file}"}
+        splits = {
+            "train": read_table(args.train_file, "train_file"),
+            "validation": read_table(args.validation_file, "validation_file"),
+        }
+        sources = {
+            "train": f"--train_file {args.train_file}",
+            "validation": f"--validation_file {args.validation_file}",
+        }
     columns = [args.text_column, args.label_column] + ([args.text_pair_column] if args.text_pair_column else [])
     for split, rows in splits.items():
         check_columns(rows, columns, sources[split])
@@ -128,13 +140,17 @@ def read_labelled_rows(args: ClassifierDataArguments) -> LabelledRows:
     label2id = {name: i for i, name in enumerate(names)}
     if hub_names and not args.label_names:
         label2id.update({str(i): i for i in range(len(names))})  # Hub ClassLabel columns hold ids
-    labels = {split: encode_labels(rows, args.label_column, label2id, sources[split]) for split, rows in splits.items()}
+    labels = {
+        split: encode_labels(rows, args.label_column, label2id, sources[split]) for split, rows in splits.items()
+    }
     return LabelledRows(splits, labels, list(names))
 
 
 def encode_data(raw: LabelledRows, args: ClassifierDataArguments, tokenizer) -> ClassificationData:
     """Tokenise both splits. Call under ``accelerator.main_process_first()``."""
-    encoded = {split: EncodedDataset(tokenize(rows, args, tokenizer), raw.labels[split]) for split, rows in raw.rows.items()}
+    encoded = {
+        split: EncodedDataset(tokenize(rows, args, tokenizer), raw.labels[split]) for split, rows in raw.rows.items()
+    }
     return ClassificationData(encoded["train"], encoded["validation"], raw.label_names)
 
 
@@ -146,8 +162,15 @@ def tokenize(rows: List[dict], args: ClassifierDataArguments, tokenizer) -> Dict
 
 
 # ---- dataloaders ----------------------------------------------------------------------------
-def build_dataloaders(data: ClassificationData, tokenizer, batch_size: int, eval_batch_size: int, seed: int,
-                      group_by_length: bool = False, pad_to_multiple_of: Optional[int] = None):
+def build_dataloaders(
+    data: ClassificationData,
+    tokenizer,
+    batch_size: int,
+    eval_batch_size: int,
+    seed: int,
+    group_by_length: bool = False,
+    pad_to_multiple_of: Optional[int] = None,
+):
     """Train loader (resumable shuffled order) and eval loader (fixed order), both unprepared.
 
     Each gets its own ``torch.Generator``: a DataLoader draws its workers' base seed when an
@@ -163,10 +186,20 @@ def build_dataloaders(data: ClassificationData, tokenizer, batch_size: int, eval
         sampler = LengthGroupedSampler(text_lengths(data.train), batch_size, seed=seed)
     else:
         sampler = ResumableSampler(len(data.train), seed=seed)
-    train_dl = DataLoader(data.train, batch_size=batch_size, sampler=sampler, collate_fn=collate,
-                          generator=torch.Generator().manual_seed(seed))
-    eval_dl = DataLoader(data.validation, batch_size=eval_batch_size, sampler=longest_first(text_lengths(data.validation)),
-                         collate_fn=collate, generator=torch.Generator().manual_seed(seed))
+    train_dl = DataLoader(
+        data.train,
+        batch_size=batch_size,
+        sampler=sampler,
+        collate_fn=collate,
+        generator=torch.Generator().manual_seed(seed),
+    )
+    eval_dl = DataLoader(
+        data.validation,
+        batch_size=eval_batch_size,
+        sampler=longest_first(text_lengths(data.validation)),
+        collate_fn=collate,
+        generator=torch.Generator().manual_seed(seed),
+    )
     return train_dl, eval_dl, sampler
 
 

@@ -1,5 +1,6 @@
 """Validation: accuracy, macro F1 and loss over the whole validation set, and the best model's
 keeping and export."""
+
 from __future__ import annotations
 
 import json
@@ -32,8 +33,8 @@ def gather_predictions(accelerator, model, eval_dl):
     losses = []
     for batch in eval_dl:
         inputs = {k: v for k, v in batch.items() if k != "labels"}
-        logits = model(**inputs).logits.float()                                   # [B, num_labels]
-        loss = F.cross_entropy(logits, batch["labels"], reduction="none")         # [B]
+        logits = model(**inputs).logits.float()  # [B, num_labels]
+        loss = F.cross_entropy(logits, batch["labels"], reduction="none")  # [B]
         gathered = accelerator.gather_for_metrics((logits.argmax(dim=-1), batch["labels"], loss))
         for store, tensor in zip((preds, labels, losses), gathered):
             store.append(tensor.cpu())
@@ -49,11 +50,17 @@ def evaluate(accelerator, model, eval_dl, num_labels: int) -> Dict[str, float]:
 
 def scores_of(preds: torch.Tensor, labels: torch.Tensor, losses: torch.Tensor, num_labels: int) -> Dict[str, float]:
     scores = classification_metrics(preds, labels, num_labels)
-    return {"eval/accuracy": scores["accuracy"], "eval/f1_macro": scores["f1_macro"],
-            "eval/loss": float(losses.mean()), "eval/samples": float(labels.numel())}
+    return {
+        "eval/accuracy": scores["accuracy"],
+        "eval/f1_macro": scores["f1_macro"],
+        "eval/loss": float(losses.mean()),
+        "eval/samples": float(labels.numel()),
+    }
 
 
-def best_model_keeper(accelerator, state, model, tokenizer, out: Path, metric: str, greater_is_better: bool) -> BestKeeper:
+def best_model_keeper(
+    accelerator, state, model, tokenizer, out: Path, metric: str, greater_is_better: bool
+) -> BestKeeper:
     """Exports ``model`` to ``out`` whenever ``--metric_for_best_model`` improves (the best value
     lives in ``TrainState.best_metric``, so it survives a resume).
 
@@ -90,7 +97,10 @@ def write_eval_results(trainer, out: Path) -> dict:
     """``OUT/eval_results.json`` of a finished classifier run (``trainer``: its task)."""
     results = {
         # null, not a bare NaN (which is not JSON), for a diverged evaluation
-        "final": {"step": trainer.last_eval_step, **{k: v if math.isfinite(v) else None for k, v in trainer.last_eval.items()}},
+        "final": {
+            "step": trainer.last_eval_step,
+            **{k: v if math.isfinite(v) else None for k, v in trainer.last_eval.items()},
+        },
         "best": best_record(out / "model"),
         "metric_for_best_model": trainer.args.metric_for_best_model,
         "label_names": trainer.data.label_names,

@@ -1,5 +1,6 @@
 """Pretrained model and tokenizer, the optimizer with its decay groups, the warm-up schedule, and
 the exported model folder."""
+
 from __future__ import annotations
 
 import math
@@ -42,8 +43,15 @@ def load_tokenizer(args: ClassifierModelArguments):
 # weights only) still "loads": AutoTokenizer falls back to a tokenizer of the config's model type
 # with nothing but its special tokens, which maps every word to [UNK], so every text gets the same
 # ids and predictions silently stop depending on the text.
-TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "vocab.json", "spiece.model",
-                   "tokenizer.model", "sentencepiece.bpe.model")
+TOKENIZER_FILES = (
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "vocab.txt",
+    "vocab.json",
+    "spiece.model",
+    "tokenizer.model",
+    "sentencepiece.bpe.model",
+)
 
 
 def check_tokenizer(flag: str, name: str, tokenizer) -> None:
@@ -54,9 +62,11 @@ def check_tokenizer(flag: str, name: str, tokenizer) -> None:
     special_only = len(tokenizer) <= len(set(tokenizer.all_special_ids))
     if missing_files or special_only:
         found = "no tokenizer files" if missing_files else f"a tokenizer of {len(tokenizer)} special tokens only"
-        raise UserError(f"--{flag} {name}: {found} (tokenizer.json, vocab.txt, ...); every text would map to "
-                        "[UNK] tokens. Save the tokenizer next to the model (tokenizer.save_pretrained(FOLDER)) "
-                        "or copy its files from the model it was trained from")
+        raise UserError(
+            f"--{flag} {name}: {found} (tokenizer.json, vocab.txt, ...); every text would map to "
+            "[UNK] tokens. Save the tokenizer next to the model (tokenizer.save_pretrained(FOLDER)) "
+            "or copy its files from the model it was trained from"
+        )
 
 
 def load_config(args: ClassifierModelArguments):
@@ -77,16 +87,20 @@ def length_limit(tokenizer, configs: Sequence) -> Optional[int]:
     """Longest input, in tokens, that every model in ``configs`` can read: their position
     embeddings, and the tokenizer's ``model_max_length`` when set (RoBERTa-style models reserve
     positions for padding, so theirs is the tighter one). None when nothing bounds it."""
-    limits = [value for config in configs for value in (getattr(config, "max_position_embeddings", None),
-                                                        getattr(config, "n_positions", None))
-              if isinstance(value, int) and value > 0]
+    limits = [
+        value
+        for config in configs
+        for value in (getattr(config, "max_position_embeddings", None), getattr(config, "n_positions", None))
+        if isinstance(value, int) and value > 0
+    ]
     if 0 < tokenizer.model_max_length < UNSET_LENGTH:
         limits.append(int(tokenizer.model_max_length))
     return min(limits) if limits else None
 
 
-def check_max_length(max_length: Optional[int], tokenizer, configs: Sequence, pair: bool = False,
-                     flag: str = "max_length") -> Optional[int]:
+def check_max_length(
+    max_length: Optional[int], tokenizer, configs: Sequence, pair: bool = False, flag: str = "max_length"
+) -> Optional[int]:
     """``--max_length`` checked against the tokenizer and the models before anything is written;
     returns it, or the limit when it is None. Shorter than the special tokens, the tokenizer
     silently skips truncation (and long texts crash later); longer than the position embeddings,
@@ -97,11 +111,15 @@ def check_max_length(max_length: Optional[int], tokenizer, configs: Sequence, pa
     special = tokenizer.num_special_tokens_to_add(pair=pair)
     shortest = special + (2 if pair else 1)  # at least one real token per text
     if max_length < shortest:
-        raise UserError(f"--{flag} {max_length} leaves no room for text: the tokenizer adds {special} special "
-                        f"tokens to each {'pair' if pair else 'text'}; use at least {shortest}")
+        raise UserError(
+            f"--{flag} {max_length} leaves no room for text: the tokenizer adds {special} special "
+            f"tokens to each {'pair' if pair else 'text'}; use at least {shortest}"
+        )
     if limit is not None and max_length > limit:
-        raise UserError(f"--{flag} {max_length} is longer than the model can read ({limit} tokens: its position "
-                        f"embeddings / the tokenizer's model_max_length); use --{flag} {limit} or less")
+        raise UserError(
+            f"--{flag} {max_length} is longer than the model can read ({limit} tokens: its position "
+            f"embeddings / the tokenizer's model_max_length); use --{flag} {limit} or less"
+        )
     return max_length
 
 
@@ -140,8 +158,9 @@ def build_optimizer(model: torch.nn.Module, args: ClassifierTrainArguments) -> t
     groups = [{"params": decay, "weight_decay": args.weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
     if args.optimizer in ("adam", "adamw"):
         # torch Adam couples decay into the gradient (L2); with the default 0.0 that is moot.
-        return fused_or_foreach(torch.optim.Adam if args.optimizer == "adam" else torch.optim.AdamW, groups,
-                                lr=args.learning_rate)
+        return fused_or_foreach(
+            torch.optim.Adam if args.optimizer == "adam" else torch.optim.AdamW, groups, lr=args.learning_rate
+        )
     from transformers.optimization import Adafactor
 
     # A fixed learning rate so the warm-up schedule drives it, as with Adam.
@@ -170,8 +189,9 @@ class ScheduleLength:
         return LRSchedule("linear", self.warmup_updates, self.total_updates)
 
 
-def schedule_length(num_batches: int, num_processes: int, args: ClassifierTrainArguments,
-                    accumulation: int) -> ScheduleLength:
+def schedule_length(
+    num_batches: int, num_processes: int, args: ClassifierTrainArguments, accumulation: int
+) -> ScheduleLength:
     """``num_batches``: length of the unprepared (unsharded) train dataloader."""
     # Accelerate shards batches round-robin with even_batches=True: ceil(B / P) per process; an
     # epoch ends with a (possibly short) accumulation cycle, which Accelerate syncs at the end.
@@ -189,8 +209,10 @@ def export_model(model, tokenizer, out: Path) -> None:
     swap as checkpoints): ``out`` always holds one complete model. Non-finite weights are refused:
     ``out`` keeps what it held."""
     if not bool(all_finite(model.parameters())):
-        raise NonFiniteError(f"refusing to export {out}: the model's weights are not finite (NaN/Inf), the run "
-                             "diverged; the folder keeps its previous model. Lower --learning_rate")
+        raise NonFiniteError(
+            f"refusing to export {out}: the model's weights are not finite (NaN/Inf), the run "
+            "diverged; the folder keeps its previous model. Lower --learning_rate"
+        )
     with atomic_folder(out) as tmp:
         model.save_pretrained(tmp, safe_serialization=True)
         tokenizer.save_pretrained(tmp)

@@ -1,4 +1,5 @@
 """Predictions of an exported classifier folder: label and score per text, to CSV or JSON Lines."""
+
 from __future__ import annotations
 
 import contextlib
@@ -21,20 +22,32 @@ from .table import check_rows, read_table
 class PredictArguments:
     """What to predict and where the answers go."""
 
-    model: str = field(metadata={"help": "Model folder written by train_classifier.py (OUTPUT_DIR/model) or save_pretrained."})
+    model: str = field(
+        metadata={"help": "Model folder written by train_classifier.py (OUTPUT_DIR/model) or save_pretrained."}
+    )
     text: Optional[List[str]] = field(default=None, metadata={"help": "One or more texts to classify."})
-    input_file: Optional[str] = field(default=None, metadata={"help": "Texts to classify: .txt (one per line) or .csv/.tsv/.jsonl with --text_column."})
+    input_file: Optional[str] = field(
+        default=None,
+        metadata={"help": "Texts to classify: .txt (one per line) or .csv/.tsv/.jsonl with --text_column."},
+    )
     text_column: str = field(default="text", metadata={"help": "Column of --input_file holding the text."})
-    output_file: Optional[str] = field(default=None, metadata={"help": "Where to write rows (text, label, score): .csv or .jsonl; default JSON Lines on stdout."})
+    output_file: Optional[str] = field(
+        default=None,
+        metadata={"help": "Where to write rows (text, label, score): .csv or .jsonl; default JSON Lines on stdout."},
+    )
     batch_size: int = field(default=32, metadata={"help": "Texts per forward pass."})
-    max_length: Optional[int] = field(default=None, metadata={
-        "help": "Truncate texts to this many tokens (default: the longest the model reads, from its position "
-                "embeddings and tokenizer)."})
+    max_length: Optional[int] = field(
+        default=None,
+        metadata={
+            "help": "Truncate texts to this many tokens (default: the longest the model reads, from its position "
+            "embeddings and tokenizer)."
+        },
+    )
     cpu: bool = field(default=False, metadata={"help": "Run on the CPU even when a GPU is present."})
 
     def __post_init__(self) -> None:
         if bool(self.text) == bool(self.input_file):
-            raise ConfigError("pass exactly one of --text \"...\" (one or more) or --input_file FILE")
+            raise ConfigError('pass exactly one of --text "..." (one or more) or --input_file FILE')
         if self.output_file and not self.output_file.lower().endswith((".csv", ".jsonl")):
             raise ConfigError(f"--output_file {self.output_file}: use a .csv or .jsonl name")
         check_positive("batch_size", self.batch_size)
@@ -57,7 +70,9 @@ def read_texts(args: PredictArguments) -> List[str]:
         return lines
     rows = read_table(str(path), "input_file")
     if args.text_column not in rows[0]:
-        raise UserError(f"--input_file {path}: no column {args.text_column!r} (columns: {', '.join(rows[0])}); set --text_column")
+        raise UserError(
+            f"--input_file {path}: no column {args.text_column!r} (columns: {', '.join(rows[0])}); set --text_column"
+        )
     check_rows(rows, [args.text_column], None, f"--input_file {path}")
     return ["" if r[args.text_column] is None else str(r[args.text_column]) for r in rows]
 
@@ -104,13 +119,15 @@ def predict(args: PredictArguments) -> List[dict]:
     order = longest_first([len(ids) for ids in encoded])
     rows = []
     for start in range(0, len(order), args.batch_size):
-        chunk = order[start:start + args.batch_size]
+        chunk = order[start : start + args.batch_size]
         enc = tokenizer.pad({"input_ids": [encoded[i] for i in chunk]}, return_tensors="pt").to(device)
         with torch.no_grad():
             probs = model(**enc).logits.float().softmax(dim=-1)  # [B, num_labels]
         scores, ids = probs.max(dim=-1)
-        rows += [{"text": texts[t], "label": model.config.id2label[int(i)], "score": float(s)}
-                 for t, i, s in zip(chunk, ids.tolist(), scores.tolist())]
+        rows += [
+            {"text": texts[t], "label": model.config.id2label[int(i)], "score": float(s)}
+            for t, i, s in zip(chunk, ids.tolist(), scores.tolist())
+        ]
     return restore_order(rows, order)
 
 
@@ -138,7 +155,9 @@ def _writing(path: Path):
     except OSError as err:
         with contextlib.suppress(OSError):
             tmp.unlink()
-        raise UserError(f"--output_file {path}: cannot write it ({err.strerror or err}); choose a writable path") from None
+        raise UserError(
+            f"--output_file {path}: cannot write it ({err.strerror or err}); choose a writable path"
+        ) from None
 
 
 def write_predictions(rows: List[dict], output_file: Optional[str]) -> None:

@@ -1,5 +1,6 @@
 """The sequence classifier as a recipe on the engine: one network, one optimizer (weight decay
 off for biases and LayerNorm), a linear warm-up schedule, one phase with the model's own loss."""
+
 from __future__ import annotations
 
 import json
@@ -32,8 +33,15 @@ class ClassifierRecipe:
         args = self.args
         return Recipe(
             networks=[Network("model", networks["model"], optimizer="model")],
-            optimizers=[Optimizer("model", lambda modules: build_optimizer(modules[0], args), self.length.lr_schedule(),
-                                  max_grad_norm=args.max_grad_norm, agree_across_ranks=self.local_sgd)],
+            optimizers=[
+                Optimizer(
+                    "model",
+                    lambda modules: build_optimizer(modules[0], args),
+                    self.length.lr_schedule(),
+                    max_grad_norm=args.max_grad_norm,
+                    agree_across_ranks=self.local_sgd,
+                )
+            ],
             phases=[Phase("train", trains=["model"], loss=classification_loss)],
             progress="model",
         )
@@ -51,7 +59,9 @@ def schedule_state(run, length: ScheduleLength) -> State:
         path = folder / SCHEDULE_FILE
         saved = json.loads(path.read_text()) if path.is_file() else current
         if saved != current:
-            run.print(f"warning: the checkpoint's LR schedule was {saved}, this run's is {current}: the linear "
-                      "schedule continues re-sized, so this is not identical to a run planned with this length")
+            run.print(
+                f"warning: the checkpoint's LR schedule was {saved}, this run's is {current}: the linear "
+                "schedule continues re-sized, so this is not identical to a run planned with this length"
+            )
 
     return State("schedule", write=write, read=read)

@@ -4,6 +4,7 @@ Sentiment is decided by a majority of cue words among distractors: every sentenc
 cues, positive and negative mixed (2-1 or 3-0), so no single token decides the label; a model
 must weigh all three. Labels are strings.
 """
+
 from __future__ import annotations
 
 import csv
@@ -13,8 +14,10 @@ from pathlib import Path
 
 POSITIVE = ["good", "great", "excellent", "wonderful", "brilliant", "lovely"]
 NEGATIVE = ["bad", "awful", "terrible", "boring", "dull", "poor"]
-NEUTRAL = ("the a this that movie film plot actor actress scene story ending music camera script director "
-           "cast was is were felt seemed quite rather very and but with of in on at it its their our".split())
+NEUTRAL = (
+    "the a this that movie film plot actor actress scene story ending music camera script director "
+    "cast was is were felt seemed quite rather very and but with of in on at it its their our".split()
+)
 LABELS = ["negative", "positive"]
 
 
@@ -51,8 +54,10 @@ def make_corpus(folder: Path, n_train: int = 480, n_val: int = 101) -> dict:
     """train.csv and validation.jsonl (different formats on purpose); 101 validation rows do not
     split evenly over 2 processes."""
     folder.mkdir(parents=True, exist_ok=True)
-    return {"train": write_rows(folder / "train.csv", make_rows(n_train, seed=1)),
-            "validation": write_rows(folder / "validation.jsonl", make_rows(n_val, seed=2))}
+    return {
+        "train": write_rows(folder / "train.csv", make_rows(n_train, seed=1)),
+        "validation": write_rows(folder / "validation.jsonl", make_rows(n_val, seed=2)),
+    }
 
 
 def main(argv=None) -> int:

@@ -5,6 +5,7 @@ Every error names the file and the line, because the alternative is silent: Pyth
 reads an unclosed quote to the end of the file as one field (half the rows vanish and the label
 column of the swallowing row becomes ``None``), and ``str(None)`` is a perfectly good class name.
 """
+
 from __future__ import annotations
 
 import csv
@@ -104,13 +105,15 @@ def _parse_csv(text: str, delimiter: str, source: str, kind: str) -> Table:
             if reader.line_num > start:
                 raise UserError(
                     f"{source}: line {start} starts a quoted field that runs to line {reader.line_num} (an unclosed "
-                    f"quote?); a row must fit on one line. Close the quote, or put texts with line breaks in a .jsonl file")
+                    f"quote?); a row must fit on one line. Close the quote, or put texts with line breaks in a .jsonl file"
+                )
             if header is None:
                 header = fields
             elif len(fields) != len(header):
                 raise UserError(
                     f"{source}: line {start} has {len(fields)} fields, the header has {len(header)}; quote texts that "
-                    f"contain the delimiter {delimiter!r}")
+                    f"contain the delimiter {delimiter!r}"
+                )
             else:
                 rows.append(dict(zip(header, fields)))
                 lines.append(start)
@@ -135,14 +138,23 @@ def check_rows(rows: List[dict], text_columns: Sequence[str], label_column: Opti
     for i, row in enumerate(rows):
         for column in [*text_columns, *([label_column] if label_column else [])]:
             if column not in row:
-                raise UserError(f"{source}: {where(rows, i)} has no {column!r} field; every row needs "
-                                f"{', '.join(map(repr, [*text_columns, label_column]))}")
+                raise UserError(
+                    f"{source}: {where(rows, i)} has no {column!r} field; every row needs "
+                    f"{', '.join(map(repr, [*text_columns, label_column]))}"
+                )
         if label_column and _missing(row[label_column]):
-            raise UserError(f"{source}: {where(rows, i)} has an empty label ({label_column!r} is "
-                            f"{row[label_column]!r}); give it a label or remove the row")
+            raise UserError(
+                f"{source}: {where(rows, i)} has an empty label ({label_column!r} is "
+                f"{row[label_column]!r}); give it a label or remove the row"
+            )
         if _missing(row[text_columns[0]]):
             empty.append(where(rows, i))
     if empty:
         shown = ", ".join(empty[:5]) + (", ..." if len(empty) > 5 else "")
-        log.warning("%s: %d of %d examples have an empty text (%s); they are kept, and train on the label alone",
-                    source, len(empty), len(rows), shown)
+        log.warning(
+            "%s: %d of %d examples have an empty text (%s); they are kept, and train on the label alone",
+            source,
+            len(empty),
+            len(rows),
+            shown,
+        )

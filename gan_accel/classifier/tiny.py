@@ -4,6 +4,7 @@ with ``save_pretrained``: it lets the whole classifier path run offline, in test
 It is for smoke runs only: it knows nothing but the corpus' vocabulary. Real fine-tuning starts
 from a pretrained checkpoint such as ``distilbert-base-cased``.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -37,7 +38,9 @@ class TinyModelArguments:
         if self.dim % self.n_heads:
             raise ConfigError(f"--n_heads {self.n_heads} must divide --dim {self.dim}")
         if self.vocab_size <= len(SPECIAL_TOKENS):
-            raise ConfigError(f"--vocab_size must exceed the {len(SPECIAL_TOKENS)} special tokens; got {self.vocab_size}")
+            raise ConfigError(
+                f"--vocab_size must exceed the {len(SPECIAL_TOKENS)} special tokens; got {self.vocab_size}"
+            )
 
 
 def train_wordpiece(texts: List[str], vocab_size: int, model_max_length: int = 512):
@@ -46,8 +49,9 @@ def train_wordpiece(texts: List[str], vocab_size: int, model_max_length: int = 5
     from transformers import DistilBertTokenizer
 
     wp = BertWordPieceTokenizer(lowercase=True)
-    wp.train_from_iterator(texts, vocab_size=vocab_size, min_frequency=1, special_tokens=SPECIAL_TOKENS,
-                           show_progress=False)
+    wp.train_from_iterator(
+        texts, vocab_size=vocab_size, min_frequency=1, special_tokens=SPECIAL_TOKENS, show_progress=False
+    )
     return DistilBertTokenizer(vocab=wp.get_vocab(), do_lower_case=True, model_max_length=model_max_length)
 
 
@@ -58,10 +62,16 @@ def make_tiny_model(args: TinyModelArguments) -> Path:
     rows = read_table(args.train_file, "train_file")
     if args.text_column not in rows[0]:
         raise UserError(f"--train_file {args.train_file}: no column {args.text_column!r}; set --text_column")
-    tokenizer = train_wordpiece([str(r[args.text_column]) for r in rows], args.vocab_size, args.max_position_embeddings)
+    tokenizer = train_wordpiece(
+        [str(r[args.text_column]) for r in rows], args.vocab_size, args.max_position_embeddings
+    )
     config = DistilBertConfig(
-        vocab_size=len(tokenizer), dim=args.dim, hidden_dim=4 * args.dim, n_layers=args.n_layers,
-        n_heads=args.n_heads, max_position_embeddings=args.max_position_embeddings,
+        vocab_size=len(tokenizer),
+        dim=args.dim,
+        hidden_dim=4 * args.dim,
+        n_layers=args.n_layers,
+        n_heads=args.n_heads,
+        max_position_embeddings=args.max_position_embeddings,
         pad_token_id=tokenizer.pad_token_id,
     )
     torch.manual_seed(args.seed)

@@ -3,6 +3,7 @@ course teaches it (Adam, linear warm-up), as a recipe (:mod:`.recipe`) the runne
 (:mod:`gan_accel.runner`) runs. This file adds what only a classifier does: evaluation with the
 best model kept, local SGD, the schedule length recorded in checkpoints, the results file.
 """
+
 from __future__ import annotations
 
 import math
@@ -28,8 +29,11 @@ MODEL_CHECK = "save_pretrained folder, swapped into place when complete; finite 
 class ClassifierTrainer(Task):
     project = "classifier"
     desc = "fine-tune"
-    configs = {"data_args": ClassifierDataArguments, "model_args": ClassifierModelArguments,
-               "args": ClassifierTrainArguments}
+    configs = {
+        "data_args": ClassifierDataArguments,
+        "model_args": ClassifierModelArguments,
+        "args": ClassifierTrainArguments,
+    }
     outputs = (Output("model", label="model", checked=MODEL_CHECK), Output("eval_results.json", label="results"))
 
     def read_data(self) -> None:
@@ -37,14 +41,22 @@ class ClassifierTrainer(Task):
         self.raw = read_labelled_rows(self.data_args)
         self.tokenizer = load_tokenizer(self.model_args)
         # Against the tokenizer's special tokens and the model's position embeddings, before any text is encoded.
-        check_max_length(self.data_args.max_length, self.tokenizer, [load_config(self.model_args)],
-                         pair=bool(self.data_args.text_pair_column))
+        check_max_length(
+            self.data_args.max_length,
+            self.tokenizer,
+            [load_config(self.model_args)],
+            pair=bool(self.data_args.text_pair_column),
+        )
         self.data = encode_data(self.raw, self.data_args, self.tokenizer)
 
     def check(self) -> None:
         """The schedule's checks (warm-up shorter than the run), from the data's size."""
-        schedule_length(math.ceil(len(self.data.train) / self.args.batch_size), self.accelerator.num_processes,
-                        self.args, self.run_args.gradient_accumulation_steps)
+        schedule_length(
+            math.ceil(len(self.data.train) / self.args.batch_size),
+            self.accelerator.num_processes,
+            self.args,
+            self.run_args.gradient_accumulation_steps,
+        )
 
     def data_fingerprint(self) -> dict:
         return table_fingerprint(self.data_args, self.raw)
@@ -52,37 +64,57 @@ class ClassifierTrainer(Task):
     def loaders(self):
         args = self.args
         acc = self.accelerator
-        return build_dataloaders(self.data, self.tokenizer, args.batch_size, args.eval_batch_size or 2 * args.batch_size,
-                                 self.run_args.seed, group_by_length=self.data_args.group_by_length,
-                                 pad_to_multiple_of=self.data_args.padding_multiple(acc.device.type))
+        return build_dataloaders(
+            self.data,
+            self.tokenizer,
+            args.batch_size,
+            args.eval_batch_size or 2 * args.batch_size,
+            self.run_args.seed,
+            group_by_length=self.data_args.group_by_length,
+            pad_to_multiple_of=self.data_args.padding_multiple(acc.device.type),
+        )
 
     def build(self) -> Plan:
         acc = self.accelerator
         run = self.run
         model = load_model(self.model_args, self.data.label_names)  # its new head drawn from the seed
-        run.print(f"labels: {self.data.label_names}  train: {len(self.data.train)}  validation: {len(self.data.validation)}")
+        run.print(
+            f"labels: {self.data.label_names}  train: {len(self.data.train)}  validation: {len(self.data.validation)}"
+        )
         run.print(f"model.config: {model.config}")
         train_dl, eval_dl, _ = self.loaders()
         # Sized from the UNPREPARED loader: see ScheduleLength for why the ticks are x num_processes.
-        self.length = schedule_length(len(train_dl), acc.num_processes, self.args, self.run_args.gradient_accumulation_steps)
-        run.print(f"optimizer updates: {self.length.total_updates} ({self.length.updates_per_epoch} per epoch), "
-                  f"warm-up: {self.length.warmup_updates}, global batch: "
-                  f"{self.args.batch_size * acc.num_processes * self.run_args.gradient_accumulation_steps}")
+        self.length = schedule_length(
+            len(train_dl), acc.num_processes, self.args, self.run_args.gradient_accumulation_steps
+        )
+        run.print(
+            f"optimizer updates: {self.length.total_updates} ({self.length.updates_per_epoch} per epoch), "
+            f"warm-up: {self.length.warmup_updates}, global batch: "
+            f"{self.args.batch_size * acc.num_processes * self.run_args.gradient_accumulation_steps}"
+        )
         self.uses_local_sgd = self.args.local_sgd_steps > 0 and acc.num_processes > 1
         recipe = ClassifierRecipe(self.args, self.length, local_sgd=self.uses_local_sgd).recipe({"model": model})
         return Plan(recipe, train_dl, self.length.total_updates, eval_loaders=[eval_dl])
 
     def hooks(self) -> list:
-        self.keeper = best_model_keeper(self.accelerator, self.run.state, self.engine.nets.model, self.tokenizer,
-                                        self.run.output_dir / "model", self.args.metric_for_best_model,
-                                        self.args.greater_is_better)
+        self.keeper = best_model_keeper(
+            self.accelerator,
+            self.run.state,
+            self.engine.nets.model,
+            self.tokenizer,
+            self.run.output_dir / "model",
+            self.args.metric_for_best_model,
+            self.args.greater_is_better,
+        )
         self.local_sgd = None
         self.last_eval: Dict[str, float] = {}
         self.last_eval_step = -1
-        return [Hook(lambda: self.local_sgd.step() if self.local_sgd is not None else None, when=UPDATE),
-                Hook(self.evaluate, every=self.args.eval_every, at_end=True, at_epoch_end=True),
-                Hook(self.sync_replicas, when=BEFORE_SAVE),
-                schedule_state(self.run, self.length)]
+        return [
+            Hook(lambda: self.local_sgd.step() if self.local_sgd is not None else None, when=UPDATE),
+            Hook(self.evaluate, every=self.args.eval_every, at_end=True, at_epoch_end=True),
+            Hook(self.sync_replicas, when=BEFORE_SAVE),
+            schedule_state(self.run, self.length),
+        ]
 
     def sync_replicas(self) -> None:
         """Under local SGD the replicas drift apart between averages: average them before an
@@ -101,10 +133,16 @@ class ClassifierTrainer(Task):
         self.last_eval_step = state.step
         kept = self.keeper.update(metrics)
         self.run.logger.write(state.step, metrics)
-        note = "  (best so far: saved)" if kept else ("" if math.isfinite(metrics["eval/loss"]) else "  (non-finite: not kept)")
-        self.run.print(f"step {state.step} epoch {state.epoch}: accuracy {metrics['eval/accuracy']:.4f}  "
-                       f"f1_macro {metrics['eval/f1_macro']:.4f}  loss {metrics['eval/loss']:.4f}  "
-                       f"samples {int(metrics['eval/samples'])}" + note)
+        note = (
+            "  (best so far: saved)"
+            if kept
+            else ("" if math.isfinite(metrics["eval/loss"]) else "  (non-finite: not kept)")
+        )
+        self.run.print(
+            f"step {state.step} epoch {state.epoch}: accuracy {metrics['eval/accuracy']:.4f}  "
+            f"f1_macro {metrics['eval/f1_macro']:.4f}  loss {metrics['eval/loss']:.4f}  "
+            f"samples {int(metrics['eval/samples'])}" + note
+        )
 
     def train_engine(self) -> bool:
         steps = self.args.local_sgd_steps if self.uses_local_sgd else 0
@@ -122,10 +160,14 @@ class ClassifierTrainer(Task):
         run = self.run
         best = write_eval_results(self, run.output_dir)["best"]
         if not best:  # finished, yet no evaluation was finite (the guard allowed the NaN updates)
-            raise NonFiniteError(f"no evaluation of this run was finite, so no model was exported to "
-                                 f"{run.output_dir / 'model'}: the run diverged. Lower --learning_rate")
-        run.print(f"Model: {run.output_dir / 'model'}  best {self.args.metric_for_best_model}: "
-                  f"{best.get('eval/' + self.args.metric_for_best_model)} at step {best.get('step')}")
+            raise NonFiniteError(
+                f"no evaluation of this run was finite, so no model was exported to "
+                f"{run.output_dir / 'model'}: the run diverged. Lower --learning_rate"
+            )
+        run.print(
+            f"Model: {run.output_dir / 'model'}  best {self.args.metric_for_best_model}: "
+            f"{best.get('eval/' + self.args.metric_for_best_model)} at step {best.get('step')}"
+        )
 
 
 def _local_sgd(acc, model, steps: int):

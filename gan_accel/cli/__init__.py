@@ -9,6 +9,7 @@ with ``main(argv)``: ``accelerate launch -m gan_accel.cli.train_gan ...`` and
 ``torchrun -m gan_accel.cli.train_gan ...`` start it on several processes, and the
 ``scripts/NAME.py`` files of a checkout are thin wrappers around the same modules.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -35,8 +36,9 @@ COMMANDS = {
 def usage() -> str:
     width = max(map(len, COMMANDS))
     lines = [f"  {name:<{width}}  {text}" for name, (_, text) in COMMANDS.items()]
-    return ("usage: gan-accel COMMAND [flags]   (gan-accel COMMAND --help for its flags)\n\ncommands:\n"
-            + "\n".join(lines))
+    return "usage: gan-accel COMMAND [flags]   (gan-accel COMMAND --help for its flags)\n\ncommands:\n" + "\n".join(
+        lines
+    )
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

@@ -7,6 +7,7 @@ CACHE_DIR/protocol/<id>.json, named by eval/protocol_id in a training run's metr
 Comparable results print their metrics side by side with their intervals; otherwise every field of
 the protocol that differs is listed. Exit code 0: comparable, 1: not comparable, 2: bad input.
 """
+
 from __future__ import annotations
 
 import argparse

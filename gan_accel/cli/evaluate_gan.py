@@ -8,6 +8,7 @@ folder) with every number's bootstrap interval and its metric protocol (compare 
 scripts/compare_metrics.py A.json B.json); --nearest adds OUTPUT_DIR/nearest.png. The domain
 classifier and the real reference statistics are cached under --cache_dir.
 """
+
 from __future__ import annotations
 
 import json
@@ -30,25 +31,64 @@ class EvalArguments:
 
     generator: str = field(metadata={"help": "Exported generator folder (OUTPUT_DIR/generator of a training run)."})
     dataset: str = choice("digits", DATASETS, "Real dataset the generator is compared with.")
-    data_dir: Optional[str] = field(default=None, metadata={"help": "Where the dataset lives (folder, mnist, fashion_mnist, cifar10)."})
-    num_images: int = field(default=1000, metadata={"help": "Generated images to evaluate (also caps the floor's sample size)."})
-    feature_extractor: str = choice("domain", FEATURE_EXTRACTORS, "Feature space of FID/KID: a classifier trained on the real data, or Inception-v3 (local weights).")
-    output_dir: Optional[str] = field(default=None, metadata={"help": "Folder for eval_results.json (default: the generator folder)."})
-    image_size: Optional[int] = field(default=None, metadata={"help": "Image side (default: the generator's, from its config.json; another value is refused)."})
-    channels: Optional[int] = field(default=None, metadata={"help": "Image channels, 1 or 3 (default: the generator's, from its config.json; another value is refused)."})
+    data_dir: Optional[str] = field(
+        default=None, metadata={"help": "Where the dataset lives (folder, mnist, fashion_mnist, cifar10)."}
+    )
+    num_images: int = field(
+        default=1000, metadata={"help": "Generated images to evaluate (also caps the floor's sample size)."}
+    )
+    feature_extractor: str = choice(
+        "domain",
+        FEATURE_EXTRACTORS,
+        "Feature space of FID/KID: a classifier trained on the real data, or Inception-v3 (local weights).",
+    )
+    output_dir: Optional[str] = field(
+        default=None, metadata={"help": "Folder for eval_results.json (default: the generator folder)."}
+    )
+    image_size: Optional[int] = field(
+        default=None,
+        metadata={"help": "Image side (default: the generator's, from its config.json; another value is refused)."},
+    )
+    channels: Optional[int] = field(
+        default=None,
+        metadata={
+            "help": "Image channels, 1 or 3 (default: the generator's, from its config.json; another value is refused)."
+        },
+    )
     seed: int = field(default=0, metadata={"help": "Seed of the latent codes and of KID's subsets."})
     batch_size: int = field(default=250, metadata={"help": "Images per forward pass."})
-    cache_dir: Optional[str] = field(default=None, metadata={"help": "Cache of classifiers and reference statistics (default $GAN_ACCEL_CACHE or ~/.cache/gan_accel)."})
-    inception_weights: Optional[str] = field(default=None, metadata={"help": "Inception-v3 FID weights file (weights-inception-2015-12-05-6726825d.pth)."})
-    min_classifier_accuracy: float = field(default=0.9, metadata={"help": "Held-out accuracy the domain classifier must reach to be used."})
-    device: str = field(default="cpu", metadata={"help": "Device for the generator and the features (cpu, cuda, cuda:1)."})
-    bootstrap: int = field(default=BOOTSTRAP_RESAMPLES, metadata={
-        "help": "Bootstrap resamples behind each metric's 95 percent interval (0: no intervals)."})
-    nearest: bool = field(default=False, metadata={
-        "help": "Memorisation check: the copy rate and OUTPUT_DIR/nearest.png, generated images beside their "
-                "nearest training images (features and pixels)."})
-    nearest_rows: int = field(default=16, metadata={
-        "help": "Rows of nearest.png: the generated images closest to a training image, most suspicious first."})
+    cache_dir: Optional[str] = field(
+        default=None,
+        metadata={
+            "help": "Cache of classifiers and reference statistics (default $GAN_ACCEL_CACHE or ~/.cache/gan_accel)."
+        },
+    )
+    inception_weights: Optional[str] = field(
+        default=None, metadata={"help": "Inception-v3 FID weights file (weights-inception-2015-12-05-6726825d.pth)."}
+    )
+    min_classifier_accuracy: float = field(
+        default=0.9, metadata={"help": "Held-out accuracy the domain classifier must reach to be used."}
+    )
+    device: str = field(
+        default="cpu", metadata={"help": "Device for the generator and the features (cpu, cuda, cuda:1)."}
+    )
+    bootstrap: int = field(
+        default=BOOTSTRAP_RESAMPLES,
+        metadata={"help": "Bootstrap resamples behind each metric's 95 percent interval (0: no intervals)."},
+    )
+    nearest: bool = field(
+        default=False,
+        metadata={
+            "help": "Memorisation check: the copy rate and OUTPUT_DIR/nearest.png, generated images beside their "
+            "nearest training images (features and pixels)."
+        },
+    )
+    nearest_rows: int = field(
+        default=16,
+        metadata={
+            "help": "Rows of nearest.png: the generated images closest to a training image, most suspicious first."
+        },
+    )
     debug: bool = field(default=False, metadata={"help": "Show full tracebacks instead of one-line errors."})
 
     def __post_init__(self) -> None:
@@ -68,8 +108,9 @@ class EvalArguments:
         check_positive("bootstrap", self.bootstrap, allow_zero=True)
         check_positive("nearest_rows", self.nearest_rows)
         if self.output_dir and Path(self.output_dir).exists() and not Path(self.output_dir).is_dir():
-            raise ConfigError(f"--output_dir {self.output_dir}: is a file, not a folder; "
-                              "pass a folder for eval_results.json")
+            raise ConfigError(
+                f"--output_dir {self.output_dir}: is a file, not a folder; pass a folder for eval_results.json"
+            )
         check_device(self.device)
 
 
@@ -88,15 +129,24 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         given = getattr(args, flag)
         own = getattr(G, flag)
         if given is not None and given != own:
-            raise UserError(f"--{flag} {given}: the generator in {args.generator} makes {flag} {own}; "
-                            f"drop --{flag} (it is read from the generator's config.json)")
+            raise UserError(
+                f"--{flag} {given}: the generator in {args.generator} makes {flag} {own}; "
+                f"drop --{flag} (it is read from the generator's config.json)"
+            )
     args = replace(args, image_size=G.image_size, channels=G.channels)  # recorded in eval_results.json
     real = load_image_data(args.dataset, args.data_dir, args.image_size, args.channels)
     G = G.to(args.device)
     evaluator = GANEvaluator(
-        real, feature_extractor=args.feature_extractor, num_images=args.num_images, cache_dir=args.cache_dir,
-        device=args.device, seed=args.seed, batch_size=args.batch_size, inception_weights=args.inception_weights,
-        min_classifier_accuracy=args.min_classifier_accuracy, bootstrap_resamples=args.bootstrap,
+        real,
+        feature_extractor=args.feature_extractor,
+        num_images=args.num_images,
+        cache_dir=args.cache_dir,
+        device=args.device,
+        seed=args.seed,
+        batch_size=args.batch_size,
+        inception_weights=args.inception_weights,
+        min_classifier_accuracy=args.min_classifier_accuracy,
+        bootstrap_resamples=args.bootstrap,
     )
     result = evaluator.evaluate_full(G)
     print(format_result(result))
@@ -124,8 +174,10 @@ def write_nearest(evaluator: GANEvaluator, G, rows: int, out_dir: Path) -> dict:
     verdict = "no sign of copying"
     if report["copying"]:
         verdict = "COPYING: many samples are nearer the training set than real held-out images"
-    print(f"copy rate: {report['copy_rate_features']:.1%} in features, {report['copy_rate_pixels']:.1%} in pixels "
-          f"(about {report['percentile']:g}% for fresh images of the data): {verdict}; nearest images in {grid_path}")
+    print(
+        f"copy rate: {report['copy_rate_features']:.1%} in features, {report['copy_rate_pixels']:.1%} in pixels "
+        f"(about {report['percentile']:g}% for fresh images of the data): {verdict}; nearest images in {grid_path}"
+    )
     return report
 
 

@@ -3,6 +3,7 @@ gan-accel export-onnx --generator RUN/generator          (writes RUN/generator/m
 gan-accel export-onnx --translator RUN/generator_A2B --output a2b.onnx
 gan-accel export-onnx --generator RUN/best_generator --push_to_hub --hub_model_id USER/NAME
 Needs the `onnx` extra: pip install 'gan_accel[onnx]'."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -15,13 +16,28 @@ from gan_accel.errors import ConfigError, UserError, cli_entry
 
 @dataclass
 class ExportOnnxArguments:
-    generator: Optional[str] = field(default=None, metadata={"help": "Exported generator folder (OUTPUT_DIR/generator or best_generator)."})
-    translator: Optional[str] = field(default=None, metadata={"help": "Exported CycleGAN translator folder (OUTPUT_DIR/generator_A2B or generator_B2A)."})
-    output: Optional[str] = field(default=None, metadata={"help": "ONNX file to write (default: model.onnx inside the export folder)."})
-    check: bool = field(default=True, metadata={"help": "Run the graph once with onnxruntime and print its largest difference from PyTorch."})
-    push_to_hub: bool = field(default=False, metadata={"help": "Then upload the export folder (weights, model card, model.onnx) to --hub_model_id."})
+    generator: Optional[str] = field(
+        default=None, metadata={"help": "Exported generator folder (OUTPUT_DIR/generator or best_generator)."}
+    )
+    translator: Optional[str] = field(
+        default=None,
+        metadata={"help": "Exported CycleGAN translator folder (OUTPUT_DIR/generator_A2B or generator_B2A)."},
+    )
+    output: Optional[str] = field(
+        default=None, metadata={"help": "ONNX file to write (default: model.onnx inside the export folder)."}
+    )
+    check: bool = field(
+        default=True,
+        metadata={"help": "Run the graph once with onnxruntime and print its largest difference from PyTorch."},
+    )
+    push_to_hub: bool = field(
+        default=False,
+        metadata={"help": "Then upload the export folder (weights, model card, model.onnx) to --hub_model_id."},
+    )
     hub_model_id: Optional[str] = field(default=None, metadata={"help": "Hub repo for --push_to_hub, as USER/NAME."})
-    hub_token: Optional[str] = field(default=None, metadata={"help": "Hub token (default: HF_TOKEN or `hf auth login`)."})
+    hub_token: Optional[str] = field(
+        default=None, metadata={"help": "Hub token (default: HF_TOKEN or `hf auth login`)."}
+    )
     hub_private: bool = field(default=False, metadata={"help": "Create the --hub_model_id repo as private."})
     debug: bool = field(default=False, metadata={"help": "Show full tracebacks."})
 
@@ -55,8 +71,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         inputs = export_generator_onnx(G, out)
         z = torch.randn(3, G.z_dim, generator=torch.Generator().manual_seed(0))
         labels = torch.arange(3) % G.num_classes if G.num_classes else None
-        feeds = {"z": z.numpy(), "truncation_psi": torch.ones(1).numpy(),
-                 **({"class_label": labels.numpy()} if labels is not None else {})}
+        feeds = {
+            "z": z.numpy(),
+            "truncation_psi": torch.ones(1).numpy(),
+            **({"class_label": labels.numpy()} if labels is not None else {}),
+        }
         with torch.no_grad():
             expected = G(z, labels)
     else:

@@ -1,7 +1,8 @@
 """Train a WordPiece tokenizer on a corpus and save a tiny random DistilBERT for offline smoke runs.
 
-    gan-accel make-tiny-model --train_file data/train.csv --output_dir tiny-distilbert
+gan-accel make-tiny-model --train_file data/train.csv --output_dir tiny-distilbert
 """
+
 from __future__ import annotations
 
 from gan_accel.config import parse_config

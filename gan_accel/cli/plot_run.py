@@ -1,4 +1,5 @@
 """Plot a run's metrics.jsonl: gan-accel plot-run RUN_DIR  ->  RUN_DIR/plots/<prefix>.png."""
+
 from __future__ import annotations
 
 import argparse

@@ -1,8 +1,9 @@
 """Classify texts with a trained model folder: label and score per text.
 
-    gan-accel predict --model runs/x/model --text "a great film" "dull and awful"
-    gan-accel predict --model runs/x/model --input_file texts.txt --output_file preds.csv
+gan-accel predict --model runs/x/model --text "a great film" "dull and awful"
+gan-accel predict --model runs/x/model --input_file texts.txt --output_file preds.csv
 """
+
 from __future__ import annotations
 
 import sys

@@ -2,6 +2,7 @@
 one can be regenerated with --seeds), with the truncation trick, latent interpolation (a grid and
 an animated GIF) and a per-class grid:
 gan-accel sample-gan --generator RUN/generator --num_images N --output_dir DIR."""
+
 from __future__ import annotations
 
 import json
@@ -20,16 +21,47 @@ SEEDS_FILE = "seeds.json"
 class SampleArguments:
     generator: str = field(metadata={"help": "Exported generator folder (OUTPUT_DIR/generator of a training run)."})
     output_dir: str = field(metadata={"help": "Folder for the PNG files (000000.png, ...) and seeds.json."})
-    num_images: Optional[int] = field(default=None, metadata={"help": "Number of images to write (seeds --seed, --seed + 1, ...); not needed with --seeds."})
-    seed: int = field(default=0, metadata={"help": "First seed: image i is drawn from seed --seed + i, so the same seed gives the same images."})
-    seeds: Optional[str] = field(default=None, metadata={"help": "Exact seeds, e.g. '3,17,40-44' (as listed in seeds.json): regenerates those images."})
+    num_images: Optional[int] = field(
+        default=None,
+        metadata={"help": "Number of images to write (seeds --seed, --seed + 1, ...); not needed with --seeds."},
+    )
+    seed: int = field(
+        default=0,
+        metadata={
+            "help": "First seed: image i is drawn from seed --seed + i, so the same seed gives the same images."
+        },
+    )
+    seeds: Optional[str] = field(
+        default=None,
+        metadata={"help": "Exact seeds, e.g. '3,17,40-44' (as listed in seeds.json): regenerates those images."},
+    )
     batch_size: int = field(default=256, metadata={"help": "Images generated per forward pass."})
     grid: Optional[str] = field(default=None, metadata={"help": "Also write a grid of the images to this PNG file."})
-    class_label: Optional[int] = field(default=None, metadata={"help": "Conditional generators: generate only this class (default: the class is seed %% num_classes)."})
-    class_grid: bool = field(default=False, metadata={"help": "Conditional generators: also write OUTPUT_DIR/class_grid.png, a row per class, a column per seed (the same z across a column)."})
-    truncation: float = field(default=1.0, metadata={"help": "Truncation psi: interpolate mode scales z toward the mean latent (0: the mean image, 1: off); resample mode redraws entries with |z| > psi."})
+    class_label: Optional[int] = field(
+        default=None,
+        metadata={
+            "help": "Conditional generators: generate only this class (default: the class is seed %% num_classes)."
+        },
+    )
+    class_grid: bool = field(
+        default=False,
+        metadata={
+            "help": "Conditional generators: also write OUTPUT_DIR/class_grid.png, a row per class, a column per seed (the same z across a column)."
+        },
+    )
+    truncation: float = field(
+        default=1.0,
+        metadata={
+            "help": "Truncation psi: interpolate mode scales z toward the mean latent (0: the mean image, 1: off); resample mode redraws entries with |z| > psi."
+        },
+    )
     truncation_mode: str = choice("interpolate", TRUNCATION_MODES, "How --truncation is applied.")
-    interpolate: int = field(default=0, metadata={"help": "Steps per path (>= 2): write OUTPUT_DIR/interpolation.png (a row per seed, slerp to the next seed) and interpolation.gif instead of single PNGs."})
+    interpolate: int = field(
+        default=0,
+        metadata={
+            "help": "Steps per path (>= 2): write OUTPUT_DIR/interpolation.png (a row per seed, slerp to the next seed) and interpolation.gif instead of single PNGs."
+        },
+    )
     gif_ms: int = field(default=80, metadata={"help": "Milliseconds per frame of interpolation.gif."})
     debug: bool = field(default=False, metadata={"help": "Show full tracebacks."})
 
@@ -39,8 +71,10 @@ class SampleArguments:
         if self.seeds is not None:
             self.seed_list = parse_seeds(self.seeds)
             if self.num_images is not None and self.num_images != len(self.seed_list):
-                raise ConfigError(f"--num_images {self.num_images} but --seeds lists {len(self.seed_list)} seeds; "
-                                  "pass one of the two")
+                raise ConfigError(
+                    f"--num_images {self.num_images} but --seeds lists {len(self.seed_list)} seeds; "
+                    "pass one of the two"
+                )
         else:
             if self.num_images is None:
                 raise ConfigError("--num_images or --seeds is required")
@@ -55,8 +89,9 @@ class SampleArguments:
         if self.grid is not None:
             check_image_path("grid", self.grid)
         if Path(self.output_dir).exists() and not Path(self.output_dir).is_dir():
-            raise ConfigError(f"--output_dir {self.output_dir}: is a file, not a folder; "
-                              "pass a folder for the PNG files")
+            raise ConfigError(
+                f"--output_dir {self.output_dir}: is a file, not a folder; pass a folder for the PNG files"
+            )
 
 
 def parse_seeds(text: str) -> list:
@@ -139,7 +174,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     out = Path(args.output_dir)
     names = [f"{i:06d}.png" for i in range(len(seeds))]
     if args.interpolate:
-        paths = interpolation_paths(z, args.interpolate)                          # [n, steps, z_dim]
+        paths = interpolation_paths(z, args.interpolate)  # [n, steps, z_dim]
         path_labels = labels.repeat_interleave(args.interpolate) if labels is not None else None
         frames = generate_from_latents(G, paths.flatten(0, 1), path_labels, args.batch_size)
         frames = frames.view(len(seeds), args.interpolate, *frames.shape[1:])
@@ -150,8 +185,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         tiles = [make_tile_grid(frames[:, t], ncol) for t in order]
         save_gif(tiles, out / "interpolation.gif", duration_ms=args.gif_ms)
         names = ["interpolation.png"] * len(seeds)
-        print(f"Wrote {out / 'interpolation.png'} ({len(seeds)} paths x {args.interpolate} steps) and "
-              f"{out / 'interpolation.gif'}")
+        print(
+            f"Wrote {out / 'interpolation.png'} ({len(seeds)} paths x {args.interpolate} steps) and "
+            f"{out / 'interpolation.gif'}"
+        )
     else:
         images = generate_from_latents(G, z, labels, args.batch_size)
         n = save_individual(images, out)
@@ -168,9 +205,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         save_grid(grid_images, out / "class_grid.png", nrow=nrow)
         print(f"Wrote {out / 'class_grid.png'} ({num_classes} classes x {len(columns)} seeds)")
     listing = {
-        "generator": str(args.generator), "truncation": args.truncation, "truncation_mode": args.truncation_mode,
-        "images": [{"file": name, "seed": s, **({"class_label": int(y)} if labels is not None else {})}
-                   for name, s, y in zip(names, seeds, labels if labels is not None else seeds)],
+        "generator": str(args.generator),
+        "truncation": args.truncation,
+        "truncation_mode": args.truncation_mode,
+        "images": [
+            {"file": name, "seed": s, **({"class_label": int(y)} if labels is not None else {})}
+            for name, s, y in zip(names, seeds, labels if labels is not None else seeds)
+        ],
         "regenerate": regenerate_command(args),
     }
     (out / SEEDS_FILE).write_text(json.dumps(listing, indent=2) + "\n")

@@ -1,5 +1,6 @@
 """Fine-tune a sequence classifier: gan-accel train-classifier (or accelerate launch / torchrun -m gan_accel.cli.train_classifier)
 [--config FILE] --train_file train.csv --validation_file dev.csv --output_dir runs/x [flags]."""
+
 from __future__ import annotations
 
 from gan_accel.classifier.train import ClassifierTrainer

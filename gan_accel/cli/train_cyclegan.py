@@ -1,5 +1,6 @@
 """Train a CycleGAN (unpaired image-to-image translation):
 gan-accel train-cyclegan (or accelerate launch / torchrun -m gan_accel.cli.train_cyclegan) [--config FILE] [flags]."""
+
 from __future__ import annotations
 
 from gan_accel.cyclegan.trainer import CycleGANTrainer

@@ -1,4 +1,5 @@
 """Train a GAN: gan-accel train-gan (or accelerate launch / torchrun -m gan_accel.cli.train_gan) [--config FILE] [flags]."""
+
 from __future__ import annotations
 
 from gan_accel.gan.trainer import GANTrainer

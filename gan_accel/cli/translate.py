@@ -5,6 +5,7 @@
 Every image under --input_dir is resized (shorter side) and centre-cropped to the generator's
 training size, translated, and written under --output_dir with the same relative file name.
 """
+
 from __future__ import annotations
 
 import logging
@@ -19,13 +20,25 @@ from gan_accel.errors import ConfigError, cli_entry
 
 @dataclass
 class TranslateArguments:
-    generator: str = field(metadata={"help": "Exported generator folder (OUTPUT_DIR/generator_A2B or generator_B2A of a training run)."})
+    generator: str = field(
+        metadata={"help": "Exported generator folder (OUTPUT_DIR/generator_A2B or generator_B2A of a training run)."}
+    )
     input_dir: str = field(metadata={"help": "Folder of images to translate (sub-folders included)."})
     output_dir: str = field(metadata={"help": "Where the translations go, under the same relative file names."})
-    image_size: int = field(default=0, metadata={"help": "Side images are translated at (0: the generator's training size; any multiple of 4 works, the generator is convolutional)."})
+    image_size: int = field(
+        default=0,
+        metadata={
+            "help": "Side images are translated at (0: the generator's training size; any multiple of 4 works, the generator is convolutional)."
+        },
+    )
     batch_size: int = field(default=16, metadata={"help": "Images per forward pass."})
     device: str = field(default="cpu", metadata={"help": "Device for the generator (cpu, cuda, cuda:1)."})
-    overwrite: bool = field(default=False, metadata={"help": "Replace files that already exist in --output_dir (otherwise refused before anything is written)."})
+    overwrite: bool = field(
+        default=False,
+        metadata={
+            "help": "Replace files that already exist in --output_dir (otherwise refused before anything is written)."
+        },
+    )
     debug: bool = field(default=False, metadata={"help": "Show full tracebacks."})
 
     def __post_init__(self) -> None:
@@ -45,10 +58,20 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
     G, config = load_translator(args.generator)
     size = args.image_size or int(config["image_size"])
-    written, skipped = translate_folder(G, Path(args.input_dir), Path(args.output_dir), size, int(config["channels"]),
-                                        args.batch_size, args.device, args.overwrite)
-    print(f"Translated {written} images ({config['direction']}) into {args.output_dir}"
-          + (f"; skipped {skipped} unreadable files" if skipped else ""))
+    written, skipped = translate_folder(
+        G,
+        Path(args.input_dir),
+        Path(args.output_dir),
+        size,
+        int(config["channels"]),
+        args.batch_size,
+        args.device,
+        args.overwrite,
+    )
+    print(
+        f"Translated {written} images ({config['direction']}) into {args.output_dir}"
+        + (f"; skipped {skipped} unreadable files" if skipped else "")
+    )
     return 0
 
 

@@ -2,6 +2,7 @@
 discriminators, as a recipe on the training engine. Components live in small modules: models,
 losses, pool (image history), schedule, sampler and data (unpaired domains), digits_pair (the
 offline demo pair), evaluate (FID and class preservation), samples (grids), export, translate."""
+
 from .models import PatchDiscriminator, ResnetGenerator
 from .pool import ImagePool
 

@@ -6,6 +6,7 @@ is the same (``batch_size``, ``max_steps``, ``adam_beta1``, ``lr_scheduler``, ``
 ``sample_every``, ``eval_every``) and the reference's where it is CycleGAN's own (``n_epochs``,
 ``n_epochs_decay``, ``lambda_identity``, ``pool_size``, ``preprocess``, ``load_size``, ``no_flip``).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -21,13 +22,38 @@ from .schedule import SCHEDULERS
 
 @dataclass
 class CycleGANDataArguments:
-    dataset: str = choice("digits", DATASETS, "Unpaired domains: the built-in digits pair (A: digits, B: the same style with thick strokes, disjoint halves; offline) or a folder DATA/trainA, DATA/trainB.")
-    data_dir: Optional[str] = field(default=None, metadata={"help": "Folder with trainA/ and trainB/ (optional testA/, testB/) of images, for --dataset folder."})
-    image_size: int = field(default=32, metadata={"help": "Square training resolution (a multiple of 4; the paper: 256)."})
+    dataset: str = choice(
+        "digits",
+        DATASETS,
+        "Unpaired domains: the built-in digits pair (A: digits, B: the same style with thick strokes, disjoint halves; offline) or a folder DATA/trainA, DATA/trainB.",
+    )
+    data_dir: Optional[str] = field(
+        default=None,
+        metadata={
+            "help": "Folder with trainA/ and trainB/ (optional testA/, testB/) of images, for --dataset folder."
+        },
+    )
+    image_size: int = field(
+        default=32, metadata={"help": "Square training resolution (a multiple of 4; the paper: 256)."}
+    )
     channels: int = field(default=1, metadata={"help": "1 (grey) or 3 (RGB); images are converted."})
-    preprocess: str = choice("resize_and_crop", PREPROCESS, "resize_and_crop: resize to --load_size, then a random --image_size crop per step (the reference's default); resize: straight to --image_size.")
-    load_size: int = field(default=0, metadata={"help": "Side images are resized to before the random crop (0: image_size * 286/256, the reference's 286 for 256)."})
-    flip: bool = field(default=True, metadata={"help": "Random left-right flips of training images (--no_flip turns them off, as the reference's flag)."})
+    preprocess: str = choice(
+        "resize_and_crop",
+        PREPROCESS,
+        "resize_and_crop: resize to --load_size, then a random --image_size crop per step (the reference's default); resize: straight to --image_size.",
+    )
+    load_size: int = field(
+        default=0,
+        metadata={
+            "help": "Side images are resized to before the random crop (0: image_size * 286/256, the reference's 286 for 256)."
+        },
+    )
+    flip: bool = field(
+        default=True,
+        metadata={
+            "help": "Random left-right flips of training images (--no_flip turns them off, as the reference's flag)."
+        },
+    )
 
     def __post_init__(self) -> None:
         check_choice("dataset", self.dataset, DATASETS)
@@ -36,10 +62,14 @@ class CycleGANDataArguments:
             raise ConfigError(f"--channels must be 1 or 3; got {self.channels}")
         check_positive("image_size", self.image_size)
         if self.image_size % 4:
-            raise ConfigError(f"--image_size must be a multiple of 4 (the generator downsamples twice); got {self.image_size}")
+            raise ConfigError(
+                f"--image_size must be a multiple of 4 (the generator downsamples twice); got {self.image_size}"
+            )
         check_positive("load_size", self.load_size, allow_zero=True)
         if self.preprocess == "resize_and_crop" and self.load_size and self.load_size < self.image_size:
-            raise ConfigError(f"--load_size ({self.load_size}) must be >= --image_size ({self.image_size}) to crop from it")
+            raise ConfigError(
+                f"--load_size ({self.load_size}) must be >= --image_size ({self.image_size}) to crop from it"
+            )
 
     @property
     def decode_size(self) -> int:
@@ -61,9 +91,15 @@ class CycleGANDataArguments:
 @dataclass
 class CycleGANModelArguments:
     g_channels: int = field(default=64, metadata={"help": "Width of the generators' first layer (the paper's 64)."})
-    n_blocks: int = field(default=9, metadata={"help": "Residual blocks per generator (the paper: 6 at 128 px, 9 at 256 px)."})
-    d_channels: int = field(default=64, metadata={"help": "Width of the PatchGAN discriminators' first layer (the paper's 64)."})
-    d_layers: int = field(default=3, metadata={"help": "Stride-2 layers of the discriminators after the first (3: the 70x70 PatchGAN)."})
+    n_blocks: int = field(
+        default=9, metadata={"help": "Residual blocks per generator (the paper: 6 at 128 px, 9 at 256 px)."}
+    )
+    d_channels: int = field(
+        default=64, metadata={"help": "Width of the PatchGAN discriminators' first layer (the paper's 64)."}
+    )
+    d_layers: int = field(
+        default=3, metadata={"help": "Stride-2 layers of the discriminators after the first (3: the 70x70 PatchGAN)."}
+    )
 
     def __post_init__(self) -> None:
         for name in ("g_channels", "n_blocks", "d_channels", "d_layers"):
@@ -72,35 +108,88 @@ class CycleGANModelArguments:
     def check_image_size(self, image_size: int) -> None:
         smallest = min_image_size(self.d_layers)
         if image_size < smallest:
-            raise ConfigError(f"--image_size {image_size} is too small for --d_layers {self.d_layers} "
-                              f"(at least {smallest}); lower --d_layers or raise --image_size")
+            raise ConfigError(
+                f"--image_size {image_size} is too small for --d_layers {self.d_layers} "
+                f"(at least {smallest}); lower --d_layers or raise --image_size"
+            )
 
 
 @dataclass
 class CycleGANTrainArguments:
     loss: str = choice("lsgan", ADVERSARIAL_LOSSES, "Adversarial objective (the paper: lsgan).")
-    lambda_cycle: float = field(default=10.0, metadata={"resume": CHANGEABLE, "help": "Weight of the cycle-consistency L1 loss (the paper's lambda = 10)."})
-    lambda_identity: float = field(default=0.5, metadata={"resume": CHANGEABLE, "help": "Weight of the identity L1 loss, as a fraction of --lambda_cycle (0.5: the reference's default; 0 turns it off)."})
-    pool_size: int = field(default=50, metadata={"help": "Fakes kept for each discriminator's image history (0: D sees only the newest fakes)."})
+    lambda_cycle: float = field(
+        default=10.0,
+        metadata={"resume": CHANGEABLE, "help": "Weight of the cycle-consistency L1 loss (the paper's lambda = 10)."},
+    )
+    lambda_identity: float = field(
+        default=0.5,
+        metadata={
+            "resume": CHANGEABLE,
+            "help": "Weight of the identity L1 loss, as a fraction of --lambda_cycle (0.5: the reference's default; 0 turns it off).",
+        },
+    )
+    pool_size: int = field(
+        default=50,
+        metadata={"help": "Fakes kept for each discriminator's image history (0: D sees only the newest fakes)."},
+    )
     batch_size: int = field(default=1, metadata={"help": "Image pairs per process per micro-batch (the paper: 1)."})
-    n_epochs: int = field(default=100, metadata={"resume": CHANGEABLE, "help": "Epochs (max(|A|, |B|) pairs each) at the initial learning rate."})
-    n_epochs_decay: int = field(default=100, metadata={"resume": CHANGEABLE, "help": "Epochs of linear decay to 0 after --n_epochs (--lr_scheduler reference)."})
-    max_steps: int = field(default=0, metadata={"resume": SAME, "help": "Optimizer updates to train for (0: --n_epochs + --n_epochs_decay epochs)."})
-    lr: float = field(default=2e-4, metadata={"resume": CHANGEABLE, "help": "Adam learning rate of the generators and the discriminators."})
+    n_epochs: int = field(
+        default=100,
+        metadata={"resume": CHANGEABLE, "help": "Epochs (max(|A|, |B|) pairs each) at the initial learning rate."},
+    )
+    n_epochs_decay: int = field(
+        default=100,
+        metadata={
+            "resume": CHANGEABLE,
+            "help": "Epochs of linear decay to 0 after --n_epochs (--lr_scheduler reference).",
+        },
+    )
+    max_steps: int = field(
+        default=0,
+        metadata={"resume": SAME, "help": "Optimizer updates to train for (0: --n_epochs + --n_epochs_decay epochs)."},
+    )
+    lr: float = field(
+        default=2e-4,
+        metadata={"resume": CHANGEABLE, "help": "Adam learning rate of the generators and the discriminators."},
+    )
     adam_beta1: float = field(default=0.5, metadata={"resume": CHANGEABLE, "help": "Adam beta1 (the paper's 0.5)."})
     adam_beta2: float = field(default=0.999, metadata={"resume": CHANGEABLE, "help": "Adam beta2."})
-    lr_scheduler: str = choice("reference", SCHEDULERS, "reference: constant for --n_epochs then linear to 0 over --n_epochs_decay; the others: the toolkit's schedules over the whole run, after --warmup_steps.", resume=CHANGEABLE)
-    warmup_steps: int = field(default=0, metadata={"resume": CHANGEABLE, "help": "Linear warm-up in updates (constant/linear/cosine schedulers)."})
-    sample_every: int = field(default=250, metadata={"resume": SAME, "help": "Updates between sample grids (0: only the final one)."})
-    num_sample_images: int = field(default=8, metadata={"resume": SAME, "help": "Fixed images per domain in each grid (a row each: real | translated | reconstructed)."})
+    lr_scheduler: str = choice(
+        "reference",
+        SCHEDULERS,
+        "reference: constant for --n_epochs then linear to 0 over --n_epochs_decay; the others: the toolkit's schedules over the whole run, after --warmup_steps.",
+        resume=CHANGEABLE,
+    )
+    warmup_steps: int = field(
+        default=0,
+        metadata={"resume": CHANGEABLE, "help": "Linear warm-up in updates (constant/linear/cosine schedulers)."},
+    )
+    sample_every: int = field(
+        default=250, metadata={"resume": SAME, "help": "Updates between sample grids (0: only the final one)."}
+    )
+    num_sample_images: int = field(
+        default=8,
+        metadata={
+            "resume": SAME,
+            "help": "Fixed images per domain in each grid (a row each: real | translated | reconstructed).",
+        },
+    )
 
     def __post_init__(self) -> None:
         check_choice("loss", self.loss, ADVERSARIAL_LOSSES)
         check_choice("lr_scheduler", self.lr_scheduler, SCHEDULERS)
         for name in ("batch_size", "lr", "num_sample_images"):
             check_positive(name, getattr(self, name))
-        for name in ("lambda_cycle", "lambda_identity", "pool_size", "n_epochs", "n_epochs_decay", "max_steps",
-                     "warmup_steps", "sample_every"):
+        for name in (
+            "lambda_cycle",
+            "lambda_identity",
+            "pool_size",
+            "n_epochs",
+            "n_epochs_decay",
+            "max_steps",
+            "warmup_steps",
+            "sample_every",
+        ):
             check_positive(name, getattr(self, name), allow_zero=True)
         for name in ("adam_beta1", "adam_beta2"):
             value = getattr(self, name)
@@ -114,10 +203,30 @@ class CycleGANTrainArguments:
 class CycleGANEvalArguments:
     """Translation quality (gan_accel.metrics): FID against the target domain and class preservation."""
 
-    evaluate: bool = field(default=True, metadata={"resume": SAME, "help": "Evaluate the final generators into OUTPUT_DIR/eval_results.json (labelled domains: the digits pair, or class sub-folders in both domains); --no_evaluate skips it."})
-    eval_every: int = field(default=0, metadata={"resume": SAME, "help": "Updates between evaluations logged to metrics.jsonl as eval/* (0: only the final one)."})
-    eval_num_images: int = field(default=1000, metadata={"resume": SAME, "help": "Source images translated per direction for an evaluation."})
-    eval_cache_dir: Optional[str] = field(default=None, metadata={"resume": SAME, "help": "Cache of the domain classifiers and reference statistics (default OUTPUT_DIR/cache)."})
+    evaluate: bool = field(
+        default=True,
+        metadata={
+            "resume": SAME,
+            "help": "Evaluate the final generators into OUTPUT_DIR/eval_results.json (labelled domains: the digits pair, or class sub-folders in both domains); --no_evaluate skips it.",
+        },
+    )
+    eval_every: int = field(
+        default=0,
+        metadata={
+            "resume": SAME,
+            "help": "Updates between evaluations logged to metrics.jsonl as eval/* (0: only the final one).",
+        },
+    )
+    eval_num_images: int = field(
+        default=1000, metadata={"resume": SAME, "help": "Source images translated per direction for an evaluation."}
+    )
+    eval_cache_dir: Optional[str] = field(
+        default=None,
+        metadata={
+            "resume": SAME,
+            "help": "Cache of the domain classifiers and reference statistics (default OUTPUT_DIR/cache).",
+        },
+    )
 
     def __post_init__(self) -> None:
         check_positive("eval_every", self.eval_every, allow_zero=True)

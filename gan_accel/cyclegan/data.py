@@ -7,6 +7,7 @@ skipped and counted); class sub-folders, when both domains have the same ones, l
 for the class-preservation metric. Domains are decoded once into uint8 tensors; a batch is an
 index into them.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -27,7 +28,7 @@ PREPROCESS = ("resize_and_crop", "resize")
 class Domains:
     train_a: ImageData
     train_b: ImageData
-    test_a: Optional[ImageData] = None   # evaluation sets (folder layout only)
+    test_a: Optional[ImageData] = None  # evaluation sets (folder layout only)
     test_b: Optional[ImageData] = None
 
     @property
@@ -42,13 +43,16 @@ class Domains:
         return (self.test_a or self.train_a), (self.test_b or self.train_b)
 
 
-def load_domains(dataset: str, data_dir: Optional[str], load_size: int, channels: int,
-                 size_flag: Optional[str] = None) -> Domains:
+def load_domains(
+    dataset: str, data_dir: Optional[str], load_size: int, channels: int, size_flag: Optional[str] = None
+) -> Domains:
     """Both domains as uint8 ``[N, channels, load_size, load_size]`` on the CPU (``size_flag``:
     how warnings name ``load_size``, e.g. ``CycleGANDataArguments.decode_size_flag``)."""
     if dataset == "digits":
         if data_dir:
-            raise UserError(f"--data_dir {data_dir} is only read with --dataset folder; drop it or pass --dataset folder")
+            raise UserError(
+                f"--data_dir {data_dir} is only read with --dataset folder; drop it or pass --dataset folder"
+            )
         return Domains(*digits_pair(load_size, channels))
     if dataset != "folder":
         raise UserError(f"--dataset must be one of {', '.join(DATASETS)}; got {dataset!r}")
@@ -59,8 +63,11 @@ def load_domains(dataset: str, data_dir: Optional[str], load_size: int, channels
         raise UserError(f"--data_dir {data_dir}: not a folder; point it at a folder with trainA/ and trainB/")
     for name in ("trainA", "trainB"):
         if not (root / name).is_dir():
-            raise UserError(f"--data_dir {data_dir}: no {name}/ folder; the layout is DATA/trainA and DATA/trainB "
-                            "(the images of each domain, unpaired)")
+            raise UserError(
+                f"--data_dir {data_dir}: no {name}/ folder; the layout is DATA/trainA and DATA/trainB "
+                "(the images of each domain, unpaired)"
+            )
+
     def load(name: str) -> ImageData:
         return load_image_data("folder", str(root / name), load_size, channels, size_flag=size_flag)
 

@@ -11,6 +11,7 @@ measured class preservation was 0.03 after 560 updates (docs/cyclegan.md).
 A and B come from DISJOINT halves of the images (a fixed seeded split), so no digit appears in
 both domains and no pair is ever seen. Labels are kept for evaluation (class preservation).
 """
+
 from __future__ import annotations
 
 from typing import Tuple

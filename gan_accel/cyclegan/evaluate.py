@@ -10,6 +10,7 @@
   the fraction that keep their source image's class. A translator that draws any plausible
   target image scores about 1/num_classes here, however good its FID.
 """
+
 from __future__ import annotations
 
 import json
@@ -35,16 +36,16 @@ CLASSIFIER = DomainTrainSettings(epochs=12)
 
 @dataclass
 class TranslationResult:
-    fid: float                          # translations vs the target's training images
-    fid_at_floor_size: float            # the first num_floor translations vs the floor's reference
-    fid_floor: float                    # real target training subset vs held-out, num_floor each
-    fid_untranslated: float             # the source images themselves vs the same reference
+    fid: float  # translations vs the target's training images
+    fid_at_floor_size: float  # the first num_floor translations vs the floor's reference
+    fid_floor: float  # real target training subset vs held-out, num_floor each
+    fid_untranslated: float  # the source images themselves vs the same reference
     num_translated: int
     num_reference: int
     num_floor: int
-    classifier_accuracy: float          # the target-domain classifier on held-out target images
-    class_preservation: Optional[float] = None   # labelled domains only
-    fid_interval: List[float] = field(default_factory=list)   # bootstrap over the translations (metrics.bootstrap)
+    classifier_accuracy: float  # the target-domain classifier on held-out target images
+    class_preservation: Optional[float] = None  # labelled domains only
+    fid_interval: List[float] = field(default_factory=list)  # bootstrap over the translations (metrics.bootstrap)
     protocol: Dict[str, object] = field(default_factory=dict)  # how FID was measured (metrics.protocol)
 
 
@@ -57,16 +58,26 @@ class TranslationEvaluator:
     min_classifier_accuracy: held-out accuracy below which the target classifier refuses to serve.
     """
 
-    def __init__(self, source: ImageData, target: ImageData, num_images: int = 1000, cache_dir: Optional[str] = None,
-                 device=None, seed: int = 0, batch_size: int = 250, kid_subsets: int = 10,
-                 min_classifier_accuracy: float = 0.9) -> None:
+    def __init__(
+        self,
+        source: ImageData,
+        target: ImageData,
+        num_images: int = 1000,
+        cache_dir: Optional[str] = None,
+        device=None,
+        seed: int = 0,
+        batch_size: int = 250,
+        kid_subsets: int = 10,
+        min_classifier_accuracy: float = 0.9,
+    ) -> None:
         self.source = source
         self.target = target
         self.batch_size = batch_size
         self.device = torch.device(device or "cpu")
         train_idx, heldout_idx = split_indices(len(target))
-        domain = load_or_train_domain_model(target, train_idx, heldout_idx, resolve_cache_dir(cache_dir),
-                                            CLASSIFIER, self.device)
+        domain = load_or_train_domain_model(
+            target, train_idx, heldout_idx, resolve_cache_dir(cache_dir), CLASSIFIER, self.device
+        )
         domain.require_accuracy(min_classifier_accuracy, target.name)
         self.classifier = domain.classifier.eval()
         self.classifier_accuracy = domain.accuracy
@@ -80,10 +91,17 @@ class TranslationEvaluator:
         gen = torch.Generator().manual_seed(seed)
         self.source_idx = torch.randperm(len(source), generator=gen)[:num_images]
         self.fid_untranslated = self.distance.score(self._batches(source, self.source_idx))["fid"]
-        self.labelled = source.labels is not None and target.labels is not None and source.class_names == target.class_names
-        self.protocol_base = dict(feature_extractor="domain", feature_weights_sha256=weights_sha256(features),
-                                  **real_data_protocol(target, len(train_idx), data_fingerprint(target)), seed=seed,
-                                  bootstrap_resamples=BOOTSTRAP_RESAMPLES, bootstrap_level=BOOTSTRAP_LEVEL)
+        self.labelled = (
+            source.labels is not None and target.labels is not None and source.class_names == target.class_names
+        )
+        self.protocol_base = dict(
+            feature_extractor="domain",
+            feature_weights_sha256=weights_sha256(features),
+            **real_data_protocol(target, len(train_idx), data_fingerprint(target)),
+            seed=seed,
+            bootstrap_resamples=BOOTSTRAP_RESAMPLES,
+            bootstrap_level=BOOTSTRAP_LEVEL,
+        )
         self.seed = seed
 
     def _batches(self, data: ImageData, idx: torch.Tensor) -> Iterator[torch.Tensor]:
@@ -104,13 +122,20 @@ class TranslationEvaluator:
             preds = torch.cat([self.classifier(x).argmax(1).cpu() for x in translations.split(self.batch_size)])
             preservation = (preds == self.source.labels[self.source_idx]).float().mean().item()
         return TranslationResult(
-            fid=scores["fid"], fid_at_floor_size=same_size["fid"], fid_floor=self.fid_floor,
-            fid_untranslated=self.fid_untranslated, num_translated=int(scores["num_images"]),
-            num_reference=self.distance.num_real, num_floor=self.num_floor,
-            classifier_accuracy=self.classifier_accuracy, class_preservation=preservation,
+            fid=scores["fid"],
+            fid_at_floor_size=same_size["fid"],
+            fid_floor=self.fid_floor,
+            fid_untranslated=self.fid_untranslated,
+            num_translated=int(scores["num_images"]),
+            num_reference=self.distance.num_real,
+            num_floor=self.num_floor,
+            classifier_accuracy=self.classifier_accuracy,
+            class_preservation=preservation,
             fid_interval=bootstrap_intervals(*self.distance.last_features(), seed=self.seed)["fid"],
-            protocol=metric_protocol(**self.protocol_base, num_real=self.distance.num_real,
-                                     num_fake=int(scores["num_images"])))
+            protocol=metric_protocol(
+                **self.protocol_base, num_real=self.distance.num_real, num_fake=int(scores["num_images"])
+            ),
+        )
 
 
 def flat_metrics(results: Dict[str, TranslationResult], prefix: str = "eval/") -> Dict[str, float]:
@@ -130,13 +155,23 @@ def format_results(results: Dict[str, TranslationResult]) -> str:
     lines = []
     for direction, r in results.items():
         kept = f", class preservation {r.class_preservation:.3f}" if r.class_preservation is not None else ""
-        lines.append(f"{direction}: FID {r.fid:.3f} ({r.fid_at_floor_size:.3f} at {r.num_floor} images; floor "
-                     f"{r.fid_floor:.3f}, untranslated {r.fid_untranslated:.3f}){kept}")
+        lines.append(
+            f"{direction}: FID {r.fid:.3f} ({r.fid_at_floor_size:.3f} at {r.num_floor} images; floor "
+            f"{r.fid_floor:.3f}, untranslated {r.fid_untranslated:.3f}){kept}"
+        )
     return "\n".join(lines)
 
 
-def build_evaluators(domains, evaluate: bool, eval_every: int, num_images: int, cache_dir: str, device, seed: int,
-                     print_fn: Callable[[str], None]) -> Dict[str, "TranslationEvaluator"]:
+def build_evaluators(
+    domains,
+    evaluate: bool,
+    eval_every: int,
+    num_images: int,
+    cache_dir: str,
+    device,
+    seed: int,
+    print_fn: Callable[[str], None],
+) -> Dict[str, "TranslationEvaluator"]:
     """One evaluator per direction (its target-domain classifier and reference statistics are
     built once and cached); none when neither the final evaluation nor a periodic one is asked
     for, or when the domains carry no labels (the domain classifier's features need them)."""
@@ -144,12 +179,16 @@ def build_evaluators(domains, evaluate: bool, eval_every: int, num_images: int, 
         return {}
     source_a, target_b = domains.eval_sets()
     if not domains.labelled:
-        print_fn("Evaluation skipped: it needs both domains labelled with the same classes "
-                 "(class sub-folders in trainA and trainB)")
+        print_fn(
+            "Evaluation skipped: it needs both domains labelled with the same classes "
+            "(class sub-folders in trainA and trainB)"
+        )
         return {}
     kwargs = dict(num_images=num_images, cache_dir=cache_dir, device=device, seed=seed)
-    return {"A2B": TranslationEvaluator(source_a, target_b, **kwargs),
-            "B2A": TranslationEvaluator(target_b, source_a, **kwargs)}
+    return {
+        "A2B": TranslationEvaluator(source_a, target_b, **kwargs),
+        "B2A": TranslationEvaluator(target_b, source_a, **kwargs),
+    }
 
 
 def write_results(results: Dict[str, TranslationResult], step: int, out: Path) -> Path:

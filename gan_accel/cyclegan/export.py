@@ -1,5 +1,6 @@
 """Exported translators: a ``save_pretrained`` folder per generator (``model.safetensors`` and
 ``config.json`` through PyTorchModelHubMixin), loadable without any training config."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -10,14 +11,26 @@ from ..models.export import CardInfo, load_export, read_export_config, save_expo
 from .models import ResnetGenerator
 
 
-def save_translator(G: ResnetGenerator, path: Path, direction: str, image_size: int,
-                    run_config: Optional[dict] = None, samples: Optional[Path] = None) -> Path:
+def save_translator(
+    G: ResnetGenerator,
+    path: Path,
+    direction: str,
+    image_size: int,
+    run_config: Optional[dict] = None,
+    samples: Optional[Path] = None,
+) -> Path:
     """Write ``G`` (unwrapped, any device) to ``path``; ``direction`` ("A2B"/"B2A") and the training
     ``image_size`` go into config.json for translate.py. Swapped into place when complete, and
     refused when a weight is not finite, as every generator export (:func:`save_export`). The model
     card shows ``samples`` (an image file, e.g. the run's last translation grid) when given."""
-    config = {"channels": G.channels, "g_channels": G.g_channels, "n_blocks": G.n_blocks, "arch": G.arch,
-              "direction": direction, "image_size": image_size}
+    config = {
+        "channels": G.channels,
+        "g_channels": G.g_channels,
+        "n_blocks": G.n_blocks,
+        "arch": G.arch,
+        "direction": direction,
+        "image_size": image_size,
+    }
     card = CardInfo(run_config=run_config, translator=True, samples=samples, repo_suffix=f"-{direction}")
     save_export(G, Path(path), config, card=card)
     return Path(path)
@@ -42,8 +55,13 @@ def load_translator(path) -> tuple:
     """``(G in eval mode, config dict)`` from a folder written by :func:`save_translator`."""
     path = Path(path)
     config = read_export_config(path, HINT, run_exports=("generator_A2B", "generator_B2A"))
-    if not isinstance(config, dict) or any(k not in config for k in TRANSLATOR_KEYS) \
-            or config["arch"] != ResnetGenerator.arch:
-        raise UserError(f"--generator {path}: not a CycleGAN translator: its config.json describes "
-                        f"{describe_config(config)}; {HINT}")
+    if (
+        not isinstance(config, dict)
+        or any(k not in config for k in TRANSLATOR_KEYS)
+        or config["arch"] != ResnetGenerator.arch
+    ):
+        raise UserError(
+            f"--generator {path}: not a CycleGAN translator: its config.json describes "
+            f"{describe_config(config)}; {HINT}"
+        )
     return load_export(ResnetGenerator, path), config

@@ -3,6 +3,7 @@
 Adversarial terms take D's patch logits (any shape: every patch is a sample) and return batch
 means. LSGAN is the paper's choice; ``nonsaturating`` and ``hinge`` reuse the GAN path's losses.
 """
+
 from __future__ import annotations
 
 from typing import Callable, Dict

@@ -16,6 +16,7 @@ mean, which cancels a bias exactly, so its true gradient is 0; the reference kee
 random steps of the size of the learning rate (which alone made a 2-process run differ from one
 process by 7e-4). The networks compute the same functions without them.
 """
+
 from __future__ import annotations
 
 import torch
@@ -42,8 +43,13 @@ class ResidualBlock(nn.Module):
     def __init__(self, channels: int) -> None:
         super().__init__()
         self.body = nn.Sequential(
-            nn.ReflectionPad2d(1), nn.Conv2d(channels, channels, 3, bias=False), instance_norm(channels), nn.ReLU(True),
-            nn.ReflectionPad2d(1), nn.Conv2d(channels, channels, 3, bias=False), instance_norm(channels),
+            nn.ReflectionPad2d(1),
+            nn.Conv2d(channels, channels, 3, bias=False),
+            instance_norm(channels),
+            nn.ReLU(True),
+            nn.ReflectionPad2d(1),
+            nn.Conv2d(channels, channels, 3, bias=False),
+            instance_norm(channels),
         )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -66,13 +72,25 @@ class ResnetGenerator(nn.Module, PyTorchModelHubMixin):
         self.g_channels = g_channels
         self.n_blocks = n_blocks
         k = g_channels
-        layers = [nn.ReflectionPad2d(3), nn.Conv2d(channels, k, 7, bias=False), instance_norm(k), nn.ReLU(True)]  # c7s1-k
+        layers = [
+            nn.ReflectionPad2d(3),
+            nn.Conv2d(channels, k, 7, bias=False),
+            instance_norm(k),
+            nn.ReLU(True),
+        ]  # c7s1-k
         for mult in (1, 2):  # d2k, d4k: stride-2 3x3 convolutions
-            layers += [nn.Conv2d(k * mult, k * mult * 2, 3, stride=2, padding=1, bias=False), instance_norm(k * mult * 2), nn.ReLU(True)]
+            layers += [
+                nn.Conv2d(k * mult, k * mult * 2, 3, stride=2, padding=1, bias=False),
+                instance_norm(k * mult * 2),
+                nn.ReLU(True),
+            ]
         layers += [ResidualBlock(4 * k) for _ in range(n_blocks)]
         for mult in (4, 2):  # u2k, uk: fractionally strided 3x3 convolutions
-            layers += [nn.ConvTranspose2d(k * mult, k * mult // 2, 3, stride=2, padding=1, output_padding=1, bias=False),
-                       instance_norm(k * mult // 2), nn.ReLU(True)]
+            layers += [
+                nn.ConvTranspose2d(k * mult, k * mult // 2, 3, stride=2, padding=1, output_padding=1, bias=False),
+                instance_norm(k * mult // 2),
+                nn.ReLU(True),
+            ]
         layers += [nn.ReflectionPad2d(3), nn.Conv2d(k, channels, 7), nn.Tanh()]  # c7s1-C
         self.net = nn.Sequential(*layers)
         reference_init(self)
@@ -94,9 +112,13 @@ class PatchDiscriminator(nn.Module):
         width = d_channels
         layers = [nn.Conv2d(channels, width, 4, stride=2, padding=1), nn.LeakyReLU(0.2, True)]
         for n in range(1, d_layers + 1):
-            out = d_channels * min(2 ** n, 8)
+            out = d_channels * min(2**n, 8)
             stride = 2 if n < d_layers else 1  # C512 of the paper keeps the resolution
-            layers += [nn.Conv2d(width, out, 4, stride=stride, padding=1, bias=False), instance_norm(out), nn.LeakyReLU(0.2, True)]
+            layers += [
+                nn.Conv2d(width, out, 4, stride=stride, padding=1, bias=False),
+                instance_norm(out),
+                nn.LeakyReLU(0.2, True),
+            ]
             width = out
         layers += [nn.Conv2d(width, 1, 4, stride=1, padding=1)]
         self.net = nn.Sequential(*layers)

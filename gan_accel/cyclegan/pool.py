@@ -10,6 +10,7 @@ and otherwise returned as is.
 Unlike the reference, the coin flips come from a seeded ``torch.Generator`` and everything is in
 :meth:`ImagePool.state_dict`, so a resumed run draws what the uninterrupted one would have.
 """
+
 from __future__ import annotations
 
 from typing import Optional
@@ -54,12 +55,18 @@ class ImagePool:
         """A flat dict of tensors (checkpoints store it as safetensors): the stored images, their
         count and the coin-flip generator's state."""
         stored = self.images[: self.num_images] if self.images is not None else torch.zeros(0)
-        return {"pool_size": torch.tensor(self.pool_size), "num_images": torch.tensor(self.num_images),
-                "generator": self.generator.get_state(), "images": stored.detach().cpu()}
+        return {
+            "pool_size": torch.tensor(self.pool_size),
+            "num_images": torch.tensor(self.num_images),
+            "generator": self.generator.get_state(),
+            "images": stored.detach().cpu(),
+        }
 
     def load_state_dict(self, state: dict) -> None:
         if int(state["pool_size"]) != self.pool_size:
-            raise ValueError(f"the checkpoint's image pool holds {int(state['pool_size'])} images, this run {self.pool_size}")
+            raise ValueError(
+                f"the checkpoint's image pool holds {int(state['pool_size'])} images, this run {self.pool_size}"
+            )
         self.generator.set_state(state["generator"])
         self.num_images = int(state["num_images"])
         if not self.num_images:

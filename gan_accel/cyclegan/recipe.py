@@ -10,6 +10,7 @@
 D_A judges domain A (real_A vs G_BA's fakes), D_B domain B. ``idt_A`` is G_BA fed an A image
 (the generator INTO A should leave it alone), ``cycle_A`` is A -> B -> A.
 """
+
 from __future__ import annotations
 
 from typing import Dict, Mapping
@@ -29,9 +30,17 @@ STREAMS = {"crop_A": 5, "crop_B": 6}
 
 
 class CycleGANRecipe:
-    def __init__(self, train: CycleGANTrainArguments, data: CycleGANDataArguments, images_a: torch.Tensor,
-                 images_b: torch.Tensor, noise: RandomStreams, pools: Dict[str, ImagePool], accelerator,
-                 schedule: LRSchedule) -> None:
+    def __init__(
+        self,
+        train: CycleGANTrainArguments,
+        data: CycleGANDataArguments,
+        images_a: torch.Tensor,
+        images_b: torch.Tensor,
+        noise: RandomStreams,
+        pools: Dict[str, ImagePool],
+        accelerator,
+        schedule: LRSchedule,
+    ) -> None:
         """``images_a``/``images_b``: uint8 ``[N, C, L, L]`` on the device (a batch indexes them);
         ``pools``: the image histories of D_A and D_B, identical on every process."""
         self.train_args = train
@@ -47,12 +56,21 @@ class CycleGANRecipe:
         adam_ = adam(self.train_args.lr, (self.train_args.adam_beta1, self.train_args.adam_beta2))
         schedule = self.schedule
         return Recipe(
-            networks=[Network("G_AB", networks["G_AB"], optimizer="G"), Network("G_BA", networks["G_BA"], optimizer="G"),
-                      Network("D_A", networks["D_A"], optimizer="D_A"), Network("D_B", networks["D_B"], optimizer="D_B")],
-            optimizers=[Optimizer("G", adam_, schedule), Optimizer("D_A", adam_, schedule),
-                        Optimizer("D_B", adam_, schedule)],
-            phases=[Phase("G", trains=["G_AB", "G_BA"], frozen=["D_A", "D_B"], loss=self.generator_phase),
-                    Phase("D", trains=["D_A", "D_B"], loss=self.discriminator_phase)],
+            networks=[
+                Network("G_AB", networks["G_AB"], optimizer="G"),
+                Network("G_BA", networks["G_BA"], optimizer="G"),
+                Network("D_A", networks["D_A"], optimizer="D_A"),
+                Network("D_B", networks["D_B"], optimizer="D_B"),
+            ],
+            optimizers=[
+                Optimizer("G", adam_, schedule),
+                Optimizer("D_A", adam_, schedule),
+                Optimizer("D_B", adam_, schedule),
+            ],
+            phases=[
+                Phase("G", trains=["G_AB", "G_BA"], frozen=["D_A", "D_B"], loss=self.generator_phase),
+                Phase("D", trains=["D_A", "D_B"], loss=self.discriminator_phase),
+            ],
             progress="G",
             inputs=self.inputs,
         )
@@ -72,8 +90,14 @@ class CycleGANRecipe:
         real_b = self.real_images(self.images_b, idx_b, s.micro_step, "crop_B")
         fake_b = s.nets.G_AB(real_a)
         fake_a = s.nets.G_BA(real_b)
-        return {"real_A": real_a, "real_B": real_b, "fake_A": fake_a, "fake_B": fake_b,
-                "rec_A": s.nets.G_BA(fake_b), "rec_B": s.nets.G_AB(fake_a)}
+        return {
+            "real_A": real_a,
+            "real_B": real_b,
+            "fake_A": fake_a,
+            "fake_B": fake_b,
+            "rec_A": s.nets.G_BA(fake_b),
+            "rec_B": s.nets.G_AB(fake_a),
+        }
 
     def generator_phase(self, s):
         t = self.train_args
@@ -82,8 +106,12 @@ class CycleGANRecipe:
         cycle_a = cycle_loss(s["real_A"], s["rec_A"].float(), t.lambda_cycle)
         cycle_b = cycle_loss(s["real_B"], s["rec_B"].float(), t.lambda_cycle)
         total = adv_ab + adv_ba + cycle_a + cycle_b
-        metrics = {"loss/G_AB": adv_ab.detach(), "loss/G_BA": adv_ba.detach(),
-                   "loss/cycle_A": cycle_a.detach(), "loss/cycle_B": cycle_b.detach()}
+        metrics = {
+            "loss/G_AB": adv_ab.detach(),
+            "loss/G_BA": adv_ba.detach(),
+            "loss/cycle_A": cycle_a.detach(),
+            "loss/cycle_B": cycle_b.detach(),
+        }
         if t.lambda_identity > 0:
             weight = t.lambda_identity * t.lambda_cycle
             idt_a = identity_loss(s["real_A"], s.nets.G_BA(s["real_A"]).float(), weight)

@@ -6,6 +6,7 @@ domain's stream is an endless chain of its own permutations (:class:`ResumableSa
 seeded per domain): the shorter domain simply runs through more of its permutations per epoch,
 and no pairing of an A image with a B image ever repeats on a schedule.
 """
+
 from __future__ import annotations
 
 from typing import Iterator, Tuple

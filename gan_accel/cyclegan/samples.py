@@ -1,5 +1,6 @@
 """Sample grids of a translation run: for each fixed input, ``real | translated | reconstructed``
 for domain A then domain B on one row (six columns)."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -33,8 +34,9 @@ def translation_rows(G_AB: nn.Module, G_BA: nn.Module, real_a: torch.Tensor, rea
     return torch.stack([c[:n].float().cpu() for c in columns], dim=1).flatten(0, 1)
 
 
-def save_translation_grid(G_AB: nn.Module, G_BA: nn.Module, real_a: torch.Tensor, real_b: torch.Tensor,
-                          path: Path) -> Path:
+def save_translation_grid(
+    G_AB: nn.Module, G_BA: nn.Module, real_a: torch.Tensor, real_b: torch.Tensor, path: Path
+) -> Path:
     """The grid of :func:`translation_rows` (generators in eval mode for the call)."""
     modes = [G_AB.training, G_BA.training]
     G_AB.eval(), G_BA.eval()

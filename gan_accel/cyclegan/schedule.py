@@ -5,6 +5,7 @@ to 0 over ``n_epochs_decay`` epochs (the reference steps it per epoch; here per 
 line sampled finer). ``constant``/``linear``/``cosine``: the toolkit's warm-up schedules over the
 whole run. The engine builds the schedulers (and scales them for the number of processes).
 """
+
 from __future__ import annotations
 
 import functools
@@ -22,8 +23,9 @@ def reference_factor(update: int, constant_updates: int, decay_updates: int) -> 
     return max(0.0, 1.0 - max(0, update - constant_updates) / decay_updates)
 
 
-def lr_schedule(name: str, *, constant_updates: int, decay_updates: int, total_updates: int,
-                warmup_updates: int) -> LRSchedule:
+def lr_schedule(
+    name: str, *, constant_updates: int, decay_updates: int, total_updates: int, warmup_updates: int
+) -> LRSchedule:
     if name == "reference":
         factor = functools.partial(reference_factor, constant_updates=constant_updates, decay_updates=decay_updates)
         return LRSchedule("custom", factor=factor)

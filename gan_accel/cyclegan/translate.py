@@ -1,4 +1,5 @@
 """Translate a folder of images with an exported generator: the same relative file names out."""
+
 from __future__ import annotations
 
 import logging
@@ -34,13 +35,23 @@ def check_outputs_free(files: List[Path], input_dir: Path, output_dir: Path, ove
     check_targets_outside_input("--input_dir", input_dir, "--output_dir", output_dir, targets)
     taken = [target for target in targets if target.exists()]
     if taken and not overwrite:
-        raise UserError(f"--output_dir {output_dir}: {len(taken)} of the output files already exist (e.g. {taken[0]}); "
-                        "choose another folder or pass --overwrite")
+        raise UserError(
+            f"--output_dir {output_dir}: {len(taken)} of the output files already exist (e.g. {taken[0]}); "
+            "choose another folder or pass --overwrite"
+        )
 
 
 @torch.no_grad()
-def translate_folder(G: torch.nn.Module, input_dir: Path, output_dir: Path, image_size: int, channels: int,
-                     batch_size: int = 16, device: str = "cpu", overwrite: bool = False) -> Tuple[int, int]:
+def translate_folder(
+    G: torch.nn.Module,
+    input_dir: Path,
+    output_dir: Path,
+    image_size: int,
+    channels: int,
+    batch_size: int = 16,
+    device: str = "cpu",
+    overwrite: bool = False,
+) -> Tuple[int, int]:
     """Translate every image under ``input_dir``; returns ``(written, skipped unreadable)``."""
     files = list_images(input_dir)
     check_outputs_free(files, input_dir, output_dir, overwrite)

@@ -6,6 +6,7 @@ in-memory path always did). Two sources: the files of an image folder, and the r
 Face ``datasets`` table. A ``DataLoader`` runs them in workers, so the worker start-up, thread
 settings and ordering are PyTorch's, and items come back in index order.
 """
+
 from __future__ import annotations
 
 import logging
@@ -82,8 +83,9 @@ def _stack(batch: List[Decoded]) -> Tuple[torch.Tensor, List[Tuple[bool, bool, s
 def decode_all(items: Dataset, num_workers: int, chunk: int = 64) -> Iterator[Tuple[int, Decoded]]:
     """Yield ``(index, item)`` for every item, in order, decoded by ``num_workers`` processes
     (0: in this process)."""
-    loader = DataLoader(items, batch_size=chunk, num_workers=num_workers, collate_fn=_stack,
-                        prefetch_factor=4 if num_workers else None)
+    loader = DataLoader(
+        items, batch_size=chunk, num_workers=num_workers, collate_fn=_stack, prefetch_factor=4 if num_workers else None
+    )
     index = 0
     for images, flags in loader:
         readable = iter(images)

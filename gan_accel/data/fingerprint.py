@@ -14,6 +14,7 @@ A fingerprint is a JSON dict of named parts (``{"data_dir": ...}``, ``{"trainA":
 ("class 'cat' removed, class 'kitten' added", "3 images added: a.png, ..."). The functions at the
 end build the fingerprint of each task's data from its (duck-typed) data arguments.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -47,8 +48,13 @@ def file_part(path: Path) -> dict:
 
 
 def dataset_part(name: str, size: int, shape: Sequence[int], class_names: Sequence[str]) -> dict:
-    return {"kind": "dataset", "name": name, "size": int(size), "shape": [int(s) for s in shape],
-            "classes": list(class_names)}
+    return {
+        "kind": "dataset",
+        "name": name,
+        "size": int(size),
+        "shape": [int(s) for s in shape],
+        "classes": list(class_names),
+    }
 
 
 # ---- comparing ---------------------------------------------------------------------------------
@@ -91,8 +97,11 @@ def _part_changes(saved: dict, current: dict) -> List[str]:
         if saved.get("sha256") == current.get("sha256"):
             return []
         return [f"{current['path']} changed ({saved.get('size')} -> {current['size']} bytes, other content)"]
-    changes = [f"{key} {saved.get(key)} -> {current.get(key)}" for key in ("name", "size", "shape")
-               if saved.get(key) != current.get(key)]
+    changes = [
+        f"{key} {saved.get(key)} -> {current.get(key)}"
+        for key in ("name", "size", "shape")
+        if saved.get(key) != current.get(key)
+    ]
     return changes + _class_changes(saved.get("classes", []), current.get("classes", []))
 
 
@@ -121,8 +130,10 @@ def check_run_outside_data(output_dir: str, data_args) -> None:
     data = Path(data_dir).resolve()
     out = Path(output_dir).resolve()
     if out == data or data in out.parents:
-        raise UserError(f"--output_dir {output_dir} is inside --data_dir {data_dir}: the run's sample grids and "
-                        "plots would become training images on the next run; choose an --output_dir outside it")
+        raise UserError(
+            f"--output_dir {output_dir} is inside --data_dir {data_dir}: the run's sample grids and "
+            "plots would become training images on the next run; choose an --output_dir outside it"
+        )
 
 
 def image_fingerprint(data_args, source) -> Dict[str, dict]:
@@ -139,8 +150,12 @@ def domains_fingerprint(data_args, domains) -> Dict[str, dict]:
     """CycleGAN's two training domains (the test folders only evaluate)."""
     if data_args.dataset != "folder":
         pairs = (("A", domains.train_a), ("B", domains.train_b))
-        return {name: dataset_part(f"{data_args.dataset}:{name}", len(data), tuple(data.images.shape[1:]),
-                                   data.class_names) for name, data in pairs}
+        return {
+            name: dataset_part(
+                f"{data_args.dataset}:{name}", len(data), tuple(data.images.shape[1:]), data.class_names
+            )
+            for name, data in pairs
+        }
     from .images import folder_files
 
     parts = {}

@@ -6,6 +6,7 @@ loads a Hub dataset (or a local dataset script/folder) by name. Labels come from
 column when it is a ``ClassLabel``; the images from the first ``Image`` column. ``datasets`` keeps
 the encoded files in its Arrow cache; the pixels are then decoded like every other source.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -16,20 +17,21 @@ from ..errors import UserError
 
 @dataclass
 class HFTable:
-    table: object                    # datasets.Dataset
+    table: object  # datasets.Dataset
     image_column: str
     labels: Optional[List[int]]
     class_names: List[str]
     name: str
-    fingerprint: str                 # changes when the underlying files do
+    fingerprint: str  # changes when the underlying files do
 
 
 def _require_datasets():
     try:
         import datasets
     except ImportError:
-        raise UserError("--dataset imagefolder / --dataset_name need the optional `datasets` package: "
-                        "pip install 'gan_accel[hub]'") from None
+        raise UserError(
+            "--dataset imagefolder / --dataset_name need the optional `datasets` package: pip install 'gan_accel[hub]'"
+        ) from None
     return datasets
 
 
@@ -41,13 +43,17 @@ def load_hf_table(dataset: str, data_dir: Optional[str], dataset_name: Optional[
             call["data_dir"] = data_dir
     else:
         if not data_dir:
-            raise UserError("--dataset imagefolder needs --data_dir PATH (a folder of images, optionally one sub-folder per class)")
+            raise UserError(
+                "--dataset imagefolder needs --data_dir PATH (a folder of images, optionally one sub-folder per class)"
+            )
         flag, call = f"--data_dir {data_dir}", dict(path="imagefolder", data_dir=data_dir, split=split)
     try:
         table = datasets.load_dataset(**call)
     except (FileNotFoundError, ValueError, ConnectionError, OSError) as err:
         detail = str(err).splitlines()[0] if str(err) else type(err).__name__
-        raise UserError(f"{flag}: could not load it with `datasets` ({detail}); check the name, --dataset_split and the network") from None
+        raise UserError(
+            f"{flag}: could not load it with `datasets` ({detail}); check the name, --dataset_split and the network"
+        ) from None
     columns = [name for name, feature in table.features.items() if isinstance(feature, datasets.Image)]
     if not columns:
         raise UserError(f"{flag}: no image column (features: {', '.join(table.features)})")
@@ -57,5 +63,11 @@ def load_hf_table(dataset: str, data_dir: Optional[str], dataset_name: Optional[
     if isinstance(label_feature, datasets.ClassLabel):
         labels = list(table["label"])
         class_names = list(label_feature.names)
-    return HFTable(table, columns[0], labels, class_names, name=f"hf:{dataset_name or 'imagefolder:' + str(data_dir)}",
-                   fingerprint=table._fingerprint)
+    return HFTable(
+        table,
+        columns[0],
+        labels,
+        class_names,
+        name=f"hf:{dataset_name or 'imagefolder:' + str(data_dir)}",
+        fingerprint=table._fingerprint,
+    )

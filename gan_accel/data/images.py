@@ -4,6 +4,7 @@ Every source (scikit-learn's bundled digits, an image folder, torchvision's MNIS
 Fashion-MNIST / CIFAR-10) ends up in the same :class:`ImageData`, so training never decodes or
 resizes per step: a batch is an index into a tensor that can live on the accelerator.
 """
+
 from __future__ import annotations
 
 import logging
@@ -23,7 +24,15 @@ from ..errors import UserError
 
 log = logging.getLogger(__name__)
 
-DATASETS = ("digits", "folder", "mnist", "fashion_mnist", "cifar10", "imagefolder", "hub")  # the last two: gan_accel.data.hf
+DATASETS = (
+    "digits",
+    "folder",
+    "mnist",
+    "fashion_mnist",
+    "cifar10",
+    "imagefolder",
+    "hub",
+)  # the last two: gan_accel.data.hf
 IMAGE_EXTENSIONS = (".png", ".jpg", ".jpeg", ".bmp", ".webp")
 ORIENTATION_TAG = 0x0112  # EXIF Orientation: 1 upright, 2-8 mirrored and/or rotated
 
@@ -32,11 +41,11 @@ ORIENTATION_TAG = 0x0112  # EXIF Orientation: 1 upright, 2-8 mirrored and/or rot
 class ImageData:
     """Decoded images and their labels."""
 
-    images: torch.Tensor                      # uint8 [N, C, H, W], 0..255
-    labels: Optional[torch.Tensor]            # int64 [N] or None (unlabelled folder)
+    images: torch.Tensor  # uint8 [N, C, H, W], 0..255
+    labels: Optional[torch.Tensor]  # int64 [N] or None (unlabelled folder)
     class_names: List[str] = field(default_factory=list)
     name: str = ""
-    skipped_files: int = 0                    # unreadable files left out (folder datasets)
+    skipped_files: int = 0  # unreadable files left out (folder datasets)
 
     def __len__(self) -> int:
         return self.images.shape[0]
@@ -92,7 +101,9 @@ def _load_digits() -> Tuple[torch.Tensor, torch.Tensor]:
     return images, torch.from_numpy(digits.target.astype(np.int64))
 
 
-def _load_torchvision(name: str, data_dir: Optional[str], download: bool) -> Tuple[torch.Tensor, torch.Tensor, List[str]]:
+def _load_torchvision(
+    name: str, data_dir: Optional[str], download: bool
+) -> Tuple[torch.Tensor, torch.Tensor, List[str]]:
     import torchvision.datasets as tvd
 
     if not data_dir:
@@ -154,9 +165,11 @@ def unlabelled_reason(root: Path) -> str:
         return "has no class sub-folders"
     more_classes = ", ..." if len(classes) > 4 else ""
     more_strays = ", ..." if len(strays) > 1 else ""
-    return (f"has class sub-folders ({', '.join(classes[:4])}{more_classes}) but also {len(strays)} image(s) at its "
-            f"top level ({strays[0]}{more_strays}), so it is read unlabelled; move them into a class sub-folder or "
-            "out of the folder")
+    return (
+        f"has class sub-folders ({', '.join(classes[:4])}{more_classes}) but also {len(strays)} image(s) at its "
+        f"top level ({strays[0]}{more_strays}), so it is read unlabelled; move them into a class sub-folder or "
+        "out of the folder"
+    )
 
 
 def _list_folder(root: Path) -> Tuple[List[Path], Optional[List[int]], List[str]]:
@@ -189,7 +202,9 @@ def bombs_as_errors():
 def folder_files(data_dir: Optional[str]) -> Tuple[Path, List[Path], Optional[List[int]], List[str]]:
     """Check ``--data_dir`` and list its images: (root, files, labels or None, class names)."""
     if not data_dir:
-        raise UserError("--dataset folder needs --data_dir PATH (a folder of images, optionally one sub-folder per class)")
+        raise UserError(
+            "--dataset folder needs --data_dir PATH (a folder of images, optionally one sub-folder per class)"
+        )
     root = Path(data_dir)
     if not root.exists():
         raise UserError(f"--data_dir {data_dir}: does not exist; point it at a folder of images")
@@ -223,8 +238,9 @@ def decode_image_file(path, image_size: int, channels: int) -> Tuple[torch.Tenso
         return decode_pil(img, image_size, channels)
 
 
-def _load_folder(data_dir: Optional[str], image_size: int, channels: int,
-                 size_flag: Optional[str] = None) -> ImageData:
+def _load_folder(
+    data_dir: Optional[str], image_size: int, channels: int, size_flag: Optional[str] = None
+) -> ImageData:
     root, files, labels, class_names = folder_files(data_dir)
     arrays = []
     kept = []
@@ -241,18 +257,30 @@ def _load_folder(data_dir: Optional[str], image_size: int, channels: int,
         arrays.append(image)
         kept.append(i)
     if not arrays:
-        raise UserError(f"--data_dir {data_dir}: none of the {len(files)} image files could be read (all corrupt or unsupported)")
+        raise UserError(
+            f"--data_dir {data_dir}: none of the {len(files)} image files could be read (all corrupt or unsupported)"
+        )
     if skipped:
         log.warning("%d of %d image files under %s were unreadable and skipped", skipped, len(files), data_dir)
     if small:
-        log.warning("%d images under %s are smaller than %s and were upscaled", small, data_dir,
-                    size_flag or f"--image_size {image_size}")
+        log.warning(
+            "%d images under %s are smaller than %s and were upscaled",
+            small,
+            data_dir,
+            size_flag or f"--image_size {image_size}",
+        )
     label_tensor = torch.tensor([labels[i] for i in kept], dtype=torch.int64) if labels is not None else None
     return ImageData(torch.cat(arrays), label_tensor, class_names, name=f"folder:{root}", skipped_files=skipped)
 
 
-def load_image_data(dataset: str, data_dir: Optional[str] = None, image_size: int = 32, channels: int = 1,
-                    download: bool = False, size_flag: Optional[str] = None) -> ImageData:
+def load_image_data(
+    dataset: str,
+    data_dir: Optional[str] = None,
+    image_size: int = 32,
+    channels: int = 1,
+    download: bool = False,
+    size_flag: Optional[str] = None,
+) -> ImageData:
     """Load a whole dataset as uint8 ``[N, channels, image_size, image_size]`` on the CPU.
     ``size_flag`` is how warnings name ``image_size`` when the user did not pass it as such (default
     ``--image_size N``)."""
@@ -265,5 +293,7 @@ def load_image_data(dataset: str, data_dir: Optional[str] = None, image_size: in
         images, labels, classes = _load_torchvision(dataset, data_dir, download)
         return ImageData(_finish(images, image_size, channels), labels, classes, name=dataset)
     if dataset in ("imagefolder", "hub"):
-        raise UserError(f"--dataset {dataset} is read through gan_accel.data.source (the training script); use --dataset folder here")
+        raise UserError(
+            f"--dataset {dataset} is read through gan_accel.data.source (the training script); use --dataset folder here"
+        )
     raise UserError(f"--dataset must be one of {', '.join(DATASETS)}; got {dataset!r}")

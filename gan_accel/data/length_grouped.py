@@ -14,6 +14,7 @@ batch (kept last). Accelerate then deals whole batches round-robin to the proces
 resume position is a multiple of the global batch, so every process still sees whole sorted
 batches.
 """
+
 from __future__ import annotations
 
 from typing import List, Sequence
@@ -36,8 +37,10 @@ def sorted_mega_batches(lengths: torch.Tensor, batch_size: int, generator: torch
     """A random permutation cut into mega-batches, each sorted by decreasing length (stable: equal
     lengths keep the shuffled order). Draws one ``randperm`` from ``generator``."""
     perm = torch.randperm(len(lengths), generator=generator)
-    return [c[torch.sort(lengths[c], descending=True, stable=True).indices]
-            for c in perm.split(mega_batch_size(len(lengths), batch_size))]
+    return [
+        c[torch.sort(lengths[c], descending=True, stable=True).indices]
+        for c in perm.split(mega_batch_size(len(lengths), batch_size))
+    ]
 
 
 def length_grouped_order(lengths: torch.Tensor, batch_size: int, generator: torch.Generator) -> torch.Tensor:

@@ -1,4 +1,5 @@
 """Where the decoded dataset lives: in one uint8 tensor on the accelerator, or streamed."""
+
 from __future__ import annotations
 
 import os
@@ -29,8 +30,13 @@ def default_budget_bytes(device: torch.device, local_processes: int = 1) -> Tupl
     return int(available * BUDGET_FRACTION / local_processes), f"half the available RAM{share}"
 
 
-def choose_in_memory(setting: str, needed_bytes: int, max_mb: Optional[float], device: torch.device,
-                     local_processes: Optional[int] = None) -> Tuple[bool, str]:
+def choose_in_memory(
+    setting: str,
+    needed_bytes: int,
+    max_mb: Optional[float],
+    device: torch.device,
+    local_processes: Optional[int] = None,
+) -> Tuple[bool, str]:
     """``(in_memory, why)`` for ``--data_in_memory auto|yes|no`` and a decoded size in bytes."""
     size = f"{needed_bytes / MB:,.1f} MB decoded"
     if setting == "yes":

@@ -1,4 +1,5 @@
 """Checks on the folders a script reads and writes, made before anything is written."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -23,18 +24,23 @@ def check_output_outside_input(input_flag: str, input_path: PathLike, output_fla
     if output_path is None or input_path is None or not is_within(output_path, input_path):
         return
     where = "is the same as" if Path(output_path).resolve() == Path(input_path).resolve() else "is inside"
-    raise UserError(f"{output_flag} {output_path}: {where} {input_flag} {input_path}; the outputs would replace the "
-                    f"inputs or be read again as inputs; choose an {output_flag} outside {input_path}")
+    raise UserError(
+        f"{output_flag} {output_path}: {where} {input_flag} {input_path}; the outputs would replace the "
+        f"inputs or be read again as inputs; choose an {output_flag} outside {input_path}"
+    )
 
 
-def check_targets_outside_input(input_flag: str, input_dir: PathLike, output_flag: str, output_dir: PathLike,
-                                targets: Iterable[Path]) -> None:
+def check_targets_outside_input(
+    input_flag: str, input_dir: PathLike, output_flag: str, output_dir: PathLike, targets: Iterable[Path]
+) -> None:
     """The converse case: an input folder inside the output folder is fine unless some output file
     lands inside the input folder (it would replace an input, or be read on the next run)."""
     for target in targets:
         if is_within(target, input_dir):
-            raise UserError(f"{output_flag} {output_dir}: the output {target} would be written inside {input_flag} "
-                            f"{input_dir}; choose an {output_flag} that does not contain {input_dir}")
+            raise UserError(
+                f"{output_flag} {output_dir}: the output {target} would be written inside {input_flag} "
+                f"{input_dir}; choose an {output_flag} that does not contain {input_dir}"
+            )
 
 
 def check_writable_folder(flag: str, folder: PathLike) -> None:

@@ -4,6 +4,7 @@ Exact resume needs the epoch's permutation back, not just a number of batches to
 (``skip_first_batches`` alone re-shuffles; Accelerate #2823/#3158). Accelerate's prepared
 dataloader shards the batches this sampler forms across processes and forwards ``set_epoch``.
 """
+
 from __future__ import annotations
 
 from typing import Iterator

@@ -7,6 +7,7 @@ the loader's workers gather uint8 batches from the decode cache (or decode them 
 Accelerate copies each batch to the device. Both loaders use the same sampler, so the same
 indices give the same pixels.
 """
+
 from __future__ import annotations
 
 import os
@@ -30,22 +31,23 @@ NO_CACHE = "none"
 def available_cpus() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
-EVAL_SUBSET = 25_000   # real images the evaluator sees when streaming (reference 10k + held-out)
+
+EVAL_SUBSET = 25_000  # real images the evaluator sees when streaming (reference 10k + held-out)
 
 
 @dataclass
 class ImageSource:
     name: str
-    shape: Tuple[int, int, int]               # (C, S, S)
-    labels: Optional[torch.Tensor]            # int64 [N] on the CPU, or None
+    shape: Tuple[int, int, int]  # (C, S, S)
+    labels: Optional[torch.Tensor]  # int64 [N] on the CPU, or None
     class_names: List[str]
     in_memory: bool
-    reason: str                               # why this path was chosen (printed at start)
-    images: Optional[torch.Tensor] = None     # uint8 [N, C, S, S] on the CPU (in memory)
-    stream: Optional[Dataset] = None          # batches of {"images", "labels"} (streamed)
+    reason: str  # why this path was chosen (printed at start)
+    images: Optional[torch.Tensor] = None  # uint8 [N, C, S, S] on the CPU (in memory)
+    stream: Optional[Dataset] = None  # batches of {"images", "labels"} (streamed)
     cache: Optional[ImageCache] = None
     channels_last: bool = False
-    unlabelled_reason: str = "has no class sub-folders"   # ends the error of a run that needs labels
+    unlabelled_reason: str = "has no class sub-folders"  # ends the error of a run that needs labels
     _on_device: Dict[str, torch.Tensor] = field(default_factory=dict, repr=False)
 
     def __len__(self) -> int:
@@ -68,8 +70,9 @@ class ImageSource:
         origin = f" from the decode cache {self.cache.path}" if self.cache is not None else ""
         return f"{where}{origin} ({self.reason})"
 
-    def make_loader(self, batch_size: int, sampler: Sampler, num_workers: int, device: torch.device,
-                    channels_last: bool = False) -> DataLoader:
+    def make_loader(
+        self, batch_size: int, sampler: Sampler, num_workers: int, device: torch.device, channels_last: bool = False
+    ) -> DataLoader:
         """The loader to ``prepare``; in memory, also places the images on ``device``."""
         self.channels_last = channels_last
         if not self.in_memory:
@@ -83,7 +86,9 @@ class ImageSource:
         # The dataset is the index range: a batch of indices gathers its images on the device.
         return DataLoader(range(len(self)), batch_size=batch_size, sampler=sampler, drop_last=True)
 
-    def real_batch(self, batch: Union[torch.Tensor, Dict[str, torch.Tensor]]) -> Tuple[torch.Tensor, Optional[torch.Tensor]]:
+    def real_batch(
+        self, batch: Union[torch.Tensor, Dict[str, torch.Tensor]]
+    ) -> Tuple[torch.Tensor, Optional[torch.Tensor]]:
         """A batch from the prepared loader -> (float images in [-1, 1], int64 labels or None)."""
         if self.in_memory:
             labels = self._on_device.get("labels")
@@ -99,9 +104,15 @@ class ImageSource:
         if self.in_memory:
             return ImageData(self.images, self.labels, self.class_names, name=self.name)
         n = len(self)
-        rows = torch.randperm(n, generator=torch.Generator().manual_seed(0))[:limit].sort().values if n > limit else torch.arange(n)
+        rows = (
+            torch.randperm(n, generator=torch.Generator().manual_seed(0))[:limit].sort().values
+            if n > limit
+            else torch.arange(n)
+        )
         batch = self.stream.__getitems__(rows.tolist())
-        return ImageData(batch["images"], batch.get("labels"), self.class_names, name=f"{self.name}[{len(rows)} of {n}]")
+        return ImageData(
+            batch["images"], batch.get("labels"), self.class_names, name=f"{self.name}[{len(rows)} of {n}]"
+        )
 
 
 def from_image_data(data: ImageData, in_memory: bool, reason: str) -> ImageSource:
@@ -113,15 +124,22 @@ def from_image_data(data: ImageData, in_memory: bool, reason: str) -> ImageSourc
     return source
 
 
-def _decode_to_memory(items, labels: Optional[List[int]], num_workers: int) -> Tuple[torch.Tensor, Optional[torch.Tensor]]:
+def _decode_to_memory(
+    items, labels: Optional[List[int]], num_workers: int
+) -> Tuple[torch.Tensor, Optional[torch.Tensor]]:
     decoded = [(i, image) for i, (image, _, _) in decode_all(items, num_workers) if image is not None]
     images = torch.stack([image for _, image in decoded])
     kept = [labels[i] for i, _ in decoded] if labels is not None else None
     return images, torch.tensor(kept, dtype=torch.int64) if kept is not None else None
 
 
-def open_image_source(args, device: torch.device, local_processes: Optional[int] = None, print_fn: Callable = print,
-                      show_progress: bool = True) -> ImageSource:
+def open_image_source(
+    args,
+    device: torch.device,
+    local_processes: Optional[int] = None,
+    print_fn: Callable = print,
+    show_progress: bool = True,
+) -> ImageSource:
     """The training images of ``args`` (:class:`GANDataArguments`), in memory or streamed."""
     source = _open_image_source(args, device, local_processes, print_fn, show_progress)
     if source.labels is None and args.dataset == "folder" and not args.dataset_name:
@@ -129,14 +147,17 @@ def open_image_source(args, device: torch.device, local_processes: Optional[int]
     return source
 
 
-def _open_image_source(args, device: torch.device, local_processes: Optional[int], print_fn: Callable,
-                       show_progress: bool) -> ImageSource:
+def _open_image_source(
+    args, device: torch.device, local_processes: Optional[int], print_fn: Callable, show_progress: bool
+) -> ImageSource:
     S = args.image_size
     C = args.channels
     if args.dataset not in ("folder", "imagefolder") and not args.dataset_name:
         # Bundled and torchvision sets come decoded whole anyway (and are small).
         data = load_image_data(args.dataset, args.data_dir, S, C, args.download)
-        in_memory, why = choose_in_memory(args.data_in_memory, data.images.numel(), args.max_data_memory_mb, device, local_processes)
+        in_memory, why = choose_in_memory(
+            args.data_in_memory, data.images.numel(), args.max_data_memory_mb, device, local_processes
+        )
         return from_image_data(data, in_memory, why)
     settings = {"image_size": S, "channels": C}
     if args.dataset == "folder" and not args.dataset_name:
@@ -152,12 +173,16 @@ def _open_image_source(args, device: torch.device, local_processes: Optional[int
         labels = table.labels
         class_names = table.class_names
         key = lambda: settings_key({**settings, "fingerprint": table.fingerprint})  # noqa: E731
-    in_memory, why = choose_in_memory(args.data_in_memory, len(items) * C * S * S, args.max_data_memory_mb, device, local_processes)
+    in_memory, why = choose_in_memory(
+        args.data_in_memory, len(items) * C * S * S, args.max_data_memory_mb, device, local_processes
+    )
     workers = args.data_decode_workers if args.data_decode_workers is not None else available_cpus()
     if args.data_cache_dir == NO_CACHE:
         label_tensor = torch.tensor(labels, dtype=torch.int64) if labels is not None else None
         if not in_memory:
-            return ImageSource(name, (C, S, S), label_tensor, class_names, False, why, stream=DecodedRows(items, label_tensor))
+            return ImageSource(
+                name, (C, S, S), label_tensor, class_names, False, why, stream=DecodedRows(items, label_tensor)
+            )
         if isinstance(items, FolderImages):
             return from_image_data(load_image_data("folder", args.data_dir, S, C), True, why)
         images, kept_labels = _decode_to_memory(items, labels, workers)
@@ -172,8 +197,18 @@ def _open_image_source(args, device: torch.device, local_processes: Optional[int
     return source
 
 
-def _open_or_build(args, items, name: str, flag: str, key: str, labels, class_names, workers: int, print_fn: Callable,
-                   show_progress: bool) -> ImageCache:
+def _open_or_build(
+    args,
+    items,
+    name: str,
+    flag: str,
+    key: str,
+    labels,
+    class_names,
+    workers: int,
+    print_fn: Callable,
+    show_progress: bool,
+) -> ImageCache:
     root = writable_root(Path(args.data_cache_dir) if args.data_cache_dir else default_cache_root() / "images")
     safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", name.rstrip("/").rsplit("/", 1)[-1])[-48:]
     entry = root / f"{safe}-{args.image_size}px-{args.channels}ch-{key[:16]}"
@@ -187,6 +222,17 @@ def _open_or_build(args, items, name: str, flag: str, key: str, labels, class_na
     from tqdm.auto import tqdm
 
     # disable=None: a bar on a terminal only, not in logs and captured output.
-    with tqdm(total=len(items), desc="decode", unit="img", disable=None if show_progress else True, mininterval=2) as bar:
-        return build_cache(entry, key, items, labels, class_names, (args.channels, args.image_size, args.image_size),
-                           workers, what=flag, progress=lambda done, total: bar.update(1))
+    with tqdm(
+        total=len(items), desc="decode", unit="img", disable=None if show_progress else True, mininterval=2
+    ) as bar:
+        return build_cache(
+            entry,
+            key,
+            items,
+            labels,
+            class_names,
+            (args.channels, args.image_size, args.image_size),
+            workers,
+            what=flag,
+            progress=lambda done, total: bar.update(1),
+        )

@@ -6,6 +6,7 @@ already stacked, so there is no per-sample collate. The sampler is the trainer's
 ``ResumableSampler``: the order, the mid-epoch resume position and Accelerate's sharding of
 batches across processes are those of the in-memory path, and so are the pixels of every batch.
 """
+
 from __future__ import annotations
 
 from typing import Dict, List, Optional, Sequence
@@ -25,7 +26,7 @@ class WorkerUserError(UserError):
 
     def __init__(self, message: str) -> None:
         if message.startswith("Caught ") and "\nOriginal Traceback" in message:
-            last_line = message.rstrip().rsplit("\n", 1)[-1]          # "module.WorkerUserError: the message"
+            last_line = message.rstrip().rsplit("\n", 1)[-1]  # "module.WorkerUserError: the message"
             message = last_line.split(f"{type(self).__name__}: ", 1)[-1]
         super().__init__(message)
 
@@ -90,8 +91,10 @@ class DecodedRows(_Batched):
             image, _, err = self.items[row]
             if image is None:
                 # Without the cache there is no decode pass to leave broken files out up front.
-                raise WorkerUserError(f"{self.items.describe(row)}: unreadable image ({err}); remove it, or drop "
-                                "--data_cache_dir none so the cache build skips it")
+                raise WorkerUserError(
+                    f"{self.items.describe(row)}: unreadable image ({err}); remove it, or drop "
+                    "--data_cache_dir none so the cache build skips it"
+                )
             images.append(image)
         return _batch(torch.stack(images), self.labels, rows)
 
@@ -100,10 +103,20 @@ def _passthrough(batch: Dict[str, torch.Tensor]) -> Dict[str, torch.Tensor]:
     return batch  # __getitems__ already stacked it
 
 
-def stream_loader(dataset: Dataset, sampler: Sampler, batch_size: int, num_workers: int, pin_memory: bool) -> DataLoader:
+def stream_loader(
+    dataset: Dataset, sampler: Sampler, batch_size: int, num_workers: int, pin_memory: bool
+) -> DataLoader:
     """Persistent workers keep their open file and warm state from epoch to epoch; pinned host
     memory (CUDA) lets the copy to the device run asynchronously (the Accelerator is built with
     non-blocking transfers). ``drop_last`` as in memory: every step sees a full batch."""
-    return DataLoader(dataset, batch_size=batch_size, sampler=sampler, drop_last=True, num_workers=num_workers,
-                      collate_fn=_passthrough, pin_memory=pin_memory, persistent_workers=num_workers > 0,
-                      prefetch_factor=4 if num_workers else None)
+    return DataLoader(
+        dataset,
+        batch_size=batch_size,
+        sampler=sampler,
+        drop_last=True,
+        num_workers=num_workers,
+        collate_fn=_passthrough,
+        pin_memory=pin_memory,
+        persistent_workers=num_workers > 0,
+        prefetch_factor=4 if num_workers else None,
+    )

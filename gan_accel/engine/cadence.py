@@ -1,6 +1,7 @@
 """What a task adds to the engine, in one style (``engine.add(*items)``): cadence hooks
 (samples, evaluation, EMA, user callbacks) and state saved in every checkpoint; and best-model
 keeping, for every recipe."""
+
 from __future__ import annotations
 
 import math
@@ -11,11 +12,11 @@ from typing import Any, Callable, Dict, Optional
 from ..errors import ConfigError
 
 # When a hook runs, relative to an update of the progress optimizer (a run step):
-UPDATE = "update"                      # after every update, before logging (EMA, local SGD)
-STEP = "step"                          # on its cadence, before that step's checkpoint (evaluation)
+UPDATE = "update"  # after every update, before logging (EMA, local SGD)
+STEP = "step"  # on its cadence, before that step's checkpoint (evaluation)
 AFTER_CHECKPOINT = "after_checkpoint"  # on its cadence, after the checkpoint and not on a signal stop:
 #                                        outputs that may fail (image grids) must never cost a checkpoint
-BEFORE_SAVE = "before_save"            # before every checkpoint (e.g. average local-SGD replicas)
+BEFORE_SAVE = "before_save"  # before every checkpoint (e.g. average local-SGD replicas)
 WHEN = (UPDATE, STEP, AFTER_CHECKPOINT, BEFORE_SAVE)
 
 
@@ -24,8 +25,8 @@ class Hook:
     """``fn()`` at ``when``; for the cadence kinds, when one of the conditions holds."""
 
     fn: Callable[[], None]
-    every: int = 0             # every k-th step (0: never on a count)
-    at_end: bool = True        # after the last step
+    every: int = 0  # every k-th step (0: never on a count)
+    at_end: bool = True  # after the last step
     at_epoch_end: bool = False  # after the update that ends a pass over the training data
     when: str = STEP
 
@@ -34,7 +35,9 @@ class Hook:
             raise ConfigError(f"Hook(when={self.when!r}): must be one of {', '.join(WHEN)}")
 
     def due(self, step: int, done: bool, epoch_end: bool) -> bool:
-        return (self.every > 0 and step % self.every == 0) or (self.at_end and done) or (self.at_epoch_end and epoch_end)
+        return (
+            (self.every > 0 and step % self.every == 0) or (self.at_end and done) or (self.at_epoch_end and epoch_end)
+        )
 
 
 @dataclass
@@ -53,8 +56,9 @@ class State:
 
     def __post_init__(self) -> None:
         if (self.obj is None) == (self.write is None or self.read is None):
-            raise ConfigError(f"State({self.name!r}): give either an object with state_dict/load_state_dict, "
-                              "or both write and read")
+            raise ConfigError(
+                f"State({self.name!r}): give either an object with state_dict/load_state_dict, or both write and read"
+            )
 
 
 class BestKeeper:
@@ -62,8 +66,14 @@ class BestKeeper:
     and calls ``export()`` whenever it improves. A non-finite value is never the best; ``accept``
     can refuse more (e.g. an evaluation whose other metrics are not finite)."""
 
-    def __init__(self, state, key: str, greater_is_better: bool, export: Callable[[Dict[str, float]], None],
-                 accept: Optional[Callable[[Dict[str, float]], bool]] = None) -> None:
+    def __init__(
+        self,
+        state,
+        key: str,
+        greater_is_better: bool,
+        export: Callable[[Dict[str, float]], None],
+        accept: Optional[Callable[[Dict[str, float]], bool]] = None,
+    ) -> None:
         self.state = state
         self.key = key
         self.greater_is_better = greater_is_better

@@ -15,6 +15,7 @@ Use::
 
 Tasks do not call it themselves: :mod:`gan_accel.runner` runs the whole sequence around it.
 """
+
 from __future__ import annotations
 
 import functools
@@ -95,17 +96,30 @@ def shared_value_error(phase, err: RuntimeError) -> Exception:
     """
     message = str(err)
     if _SECOND_BACKWARD in message:
-        return UserError(f"recipe: phase {phase.name!r} backpropagates through a graph an earlier phase's backward "
-                         "already freed; declare retain_graph=True on the earlier phase, or detach the value there")
+        return UserError(
+            f"recipe: phase {phase.name!r} backpropagates through a graph an earlier phase's backward "
+            "already freed; declare retain_graph=True on the earlier phase, or detach the value there"
+        )
     if _STEPPED_SINCE in message:
-        return UserError(f"recipe: phase {phase.name!r} backpropagates through a value made before an earlier phase "
-                         "stepped the networks it came from; compute that value inside the phase instead of in inputs")
+        return UserError(
+            f"recipe: phase {phase.name!r} backpropagates through a value made before an earlier phase "
+            "stepped the networks it came from; compute that value inside the phase instead of in inputs"
+        )
     return err
 
 
 class Engine:
-    def __init__(self, run: TrainingRun, recipe: Recipe, loader, *, max_steps: int, eval_loaders=(),
-                 unit: str = "sample", desc: str = "train") -> None:
+    def __init__(
+        self,
+        run: TrainingRun,
+        recipe: Recipe,
+        loader,
+        *,
+        max_steps: int,
+        eval_loaders=(),
+        unit: str = "sample",
+        desc: str = "train",
+    ) -> None:
         """``loader``: the raw training DataLoader; its sampler must be resumable
         (``set_position(epoch, start)``, e.g. :class:`gan_accel.data.ResumableSampler`)."""
         acc = self.accelerator = run.accelerator
@@ -122,9 +136,12 @@ class Engine:
         raw_opts = {o.name: o.make([modules[n] for n in recipe.networks_of(o.name)]) for o in recipe.optimizers}
         # Schedules count run steps; each optimizer's is stretched by its phases' cadence (D
         # updating n times per G update gets an n times longer schedule).
-        raw_scheds = {o.name: build_scheduler(o.schedule.scaled(recipe.updates_per_step(o.name)), raw_opts[o.name],
-                                              acc.num_processes)
-                      for o in recipe.optimizers}
+        raw_scheds = {
+            o.name: build_scheduler(
+                o.schedule.scaled(recipe.updates_per_step(o.name)), raw_opts[o.name], acc.num_processes
+            )
+            for o in recipe.optimizers
+        }
         self.prepared = prepare_recipe(acc, recipe, raw_opts, raw_scheds, [loader, *eval_loaders])
         self.loader = self.prepared.loaders[0]
         self.eval_loaders = self.prepared.loaders[1:]
@@ -142,10 +159,13 @@ class Engine:
         parameters it freezes."""
         r = self.recipe
         self._trained = [self.nets[n] for n in r.trained()]
-        self._steps = {p.name: [(k, self.optimizers[k], self.schedulers[k], self._spec(k))
-                                for k in r.optimizers_of(p)] for p in r.phases}
-        self._frozen = {p.name: [q for n in p.frozen for q in self.nets[n].parameters() if q.requires_grad]
-                        for p in r.phases}
+        self._steps = {
+            p.name: [(k, self.optimizers[k], self.schedulers[k], self._spec(k)) for k in r.optimizers_of(p)]
+            for p in r.phases
+        }
+        self._frozen = {
+            p.name: [q for n in p.frozen for q in self.nets[n].parameters() if q.requires_grad] for p in r.phases
+        }
 
     def _spec(self, name: str):
         return next(o for o in self.recipe.optimizers if o.name == name)
@@ -195,8 +215,14 @@ class Engine:
             for i, phase in enumerate(active):
                 metrics.update(backward_phase(acc, phase, step, self._frozen[phase.name]))
                 for name, opt, sched, spec in self._steps[phase.name]:
-                    verdicts[name] = apply_update(acc, opt, sched, self.check_finite, max_grad_norm=spec.max_grad_norm,
-                                                  agree_across_ranks=spec.agree_across_ranks)
+                    verdicts[name] = apply_update(
+                        acc,
+                        opt,
+                        sched,
+                        self.check_finite,
+                        max_grad_norm=spec.max_grad_norm,
+                        agree_across_ranks=spec.agree_across_ranks,
+                    )
                     if synced and i + 1 < len(active) and self.recipe.inputs is not None:
                         mark_stepped(opt)
         state.micro_step += 1
@@ -307,9 +333,11 @@ class Engine:
         for hook in self._hooks(BEFORE_SAVE):
             hook.fn()
         if not self.weights_finite():
-            raise NonFiniteError(f"weights became non-finite at step {self.state.step}; no checkpoint was written: "
-                                 f"the run stopped {what_is_kept(self.run.checkpoints.latest())}. "
-                                 "Lower the learning rates.")
+            raise NonFiniteError(
+                f"weights became non-finite at step {self.state.step}; no checkpoint was written: "
+                f"the run stopped {what_is_kept(self.run.checkpoints.latest())}. "
+                "Lower the learning rates."
+            )
         return self.run.save(write_extra=self._write_checkpoint_files)
 
     def _write_checkpoint_files(self, folder: Path) -> None:

@@ -1,6 +1,7 @@
 """State that is neither weights nor optimizer (EMA copies, image pools, teacher caches),
 registered by name and written into every checkpoint as ``NAME.safetensors``; and the recipe's
 signature (``recipe.json``), which a resume must match."""
+
 from __future__ import annotations
 
 import json
@@ -26,14 +27,17 @@ def load_extra_states(states: Dict[str, object], folder: Path) -> None:
     for name, obj in states.items():
         path = Path(folder) / f"{name}.safetensors"
         if not path.is_file():
-            raise UserError(f"--resume_from_checkpoint {folder}: no {path.name} (this run registers state {name!r}); "
-                            "resume a checkpoint of the same recipe or start a new --output_dir")
+            raise UserError(
+                f"--resume_from_checkpoint {folder}: no {path.name} (this run registers state {name!r}); "
+                "resume a checkpoint of the same recipe or start a new --output_dir"
+            )
         obj.load_state_dict(load_file(str(path)))
 
 
 def extra_tensors(states: Dict[str, object]) -> List[torch.Tensor]:
-    return [v for obj in states.values() for v in obj.state_dict().values()
-            if torch.is_tensor(v) and v.is_floating_point()]
+    return [
+        v for obj in states.values() for v in obj.state_dict().values() if torch.is_tensor(v) and v.is_floating_point()
+    ]
 
 
 def write_recipe(folder: Path, signature: dict) -> None:
@@ -41,8 +45,11 @@ def write_recipe(folder: Path, signature: dict) -> None:
 
 
 def recipe_differences(saved: dict, current: dict) -> List[str]:
-    return [f"{key} {saved.get(key)} -> {current.get(key)}" for key in sorted(set(saved) | set(current))
-            if saved.get(key) != current.get(key)]
+    return [
+        f"{key} {saved.get(key)} -> {current.get(key)}"
+        for key in sorted(set(saved) | set(current))
+        if saved.get(key) != current.get(key)
+    ]
 
 
 def check_recipe(folder: Path, signature: dict) -> None:
@@ -57,5 +64,7 @@ def check_recipe(folder: Path, signature: dict) -> None:
         raise UserError(f"--resume_from_checkpoint {folder}: unreadable {RECIPE_FILE} ({err})") from None
     diffs = recipe_differences(saved, json.loads(json.dumps(signature)))
     if diffs:
-        raise UserError(f"--resume_from_checkpoint {folder}: the checkpoint was written by a different recipe "
-                        f"({'; '.join(diffs)}); resume it with the same networks and phases or start a new --output_dir")
+        raise UserError(
+            f"--resume_from_checkpoint {folder}: the checkpoint was written by a different recipe "
+            f"({'; '.join(diffs)}); resume it with the same networks and phases or start a new --output_dir"
+        )

@@ -1,4 +1,5 @@
 """Optimizer and scheduler construction, once for every recipe."""
+
 from __future__ import annotations
 
 from typing import Callable, Iterable, List
@@ -40,5 +41,9 @@ def build_scheduler(schedule: LRSchedule, optimizer, num_processes: int):
         factor = schedule.factor
         P = num_processes
         return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda tick: factor(tick // P))
-    return get_scheduler(SCHEDULES[schedule.kind], optimizer, num_warmup_steps=schedule.warmup_updates * num_processes,
-                         num_training_steps=schedule.total_updates * num_processes)
+    return get_scheduler(
+        SCHEDULES[schedule.kind],
+        optimizer,
+        num_warmup_steps=schedule.warmup_updates * num_processes,
+        num_training_steps=schedule.total_updates * num_processes,
+    )

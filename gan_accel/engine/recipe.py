@@ -9,6 +9,7 @@ A recipe reads like a phase list::
                    Phase("G", trains=["G"], frozen=["D"], loss=g_loss)],
            progress="G")
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -30,9 +31,9 @@ class LRSchedule:
     optimizer makes per run step (from its phases' ``every``), then into scheduler ticks (a
     prepared scheduler ticks once per process per update)."""
 
-    kind: str = "constant"     # constant (with warm-up) | linear | cosine: transformers.get_scheduler's curves; or custom
-    warmup_updates: int = 0    # linear warm-up from 0 over this many updates
-    total_updates: int = 0     # where linear/cosine reach 0 (unused by constant)
+    kind: str = "constant"  # constant (with warm-up) | linear | cosine: transformers.get_scheduler's curves; or custom
+    warmup_updates: int = 0  # linear warm-up from 0 over this many updates
+    total_updates: int = 0  # where linear/cosine reach 0 (unused by constant)
     factor: Optional[Callable[[int], float]] = None  # custom: the multiplier of the initial rate after n updates
 
     def __post_init__(self) -> None:
@@ -107,7 +108,7 @@ class Recipe:
     networks: List[Network]
     optimizers: List[Optimizer]
     phases: List[Phase]
-    progress: str                  # the optimizer whose updates are the run's steps (--max_steps counts them)
+    progress: str  # the optimizer whose updates are the run's steps (--max_steps counts them)
     inputs: Optional[Callable[[Any], dict]] = None  # per micro-batch, before the phases: values they share
 
     def __post_init__(self) -> None:
@@ -118,7 +119,9 @@ class Recipe:
                 raise ConfigError(f"recipe: duplicate {kind} names in {names}")
         for n in self.networks:
             if n.optimizer is not None and n.optimizer not in opts:
-                raise ConfigError(f"recipe: network {n.name!r} names unknown optimizer {n.optimizer!r} (known: {opts})")
+                raise ConfigError(
+                    f"recipe: network {n.name!r} names unknown optimizer {n.optimizer!r} (known: {opts})"
+                )
         for o in self.optimizers:
             if not self.networks_of(o.name):
                 raise ConfigError(f"recipe: optimizer {o.name!r} updates no network")
@@ -138,8 +141,10 @@ class Recipe:
             missing = [n for n in self.networks_of(opt) if n not in p.trains]
             if missing:
                 # Stepping a shared optimizer updates all of its networks: the phase must say so.
-                raise ConfigError(f"recipe: phase {p.name!r} steps optimizer {opt!r}, which also updates {missing}: "
-                                  "list them in trains")
+                raise ConfigError(
+                    f"recipe: phase {p.name!r} steps optimizer {opt!r}, which also updates {missing}: "
+                    "list them in trains"
+                )
         if p.every < 1 or not 0 <= p.offset < p.every:
             raise ConfigError(f"recipe: phase {p.name!r} needs every >= 1 and 0 <= offset < every")
 
@@ -156,6 +161,7 @@ class Recipe:
 
     def updates_per_step(self, optimizer: str) -> float:
         """Updates of ``optimizer`` per update of ``progress``, from the phases' cadence."""
+
         def rate(name: str) -> float:
             return sum(1 / p.every for p in self.phases if name in self.optimizers_of(p))
 

@@ -1,5 +1,6 @@
 """What a phase's loss function sees: the networks, this micro-batch, the counters, and values
 shared between phases (one forward serving two phases)."""
+
 from __future__ import annotations
 
 from typing import Any, Dict, FrozenSet
@@ -25,13 +26,21 @@ class Step:
 
     __slots__ = ("nets", "batch", "micro_step", "window", "updates", "accelerator", "_active", "_values")
 
-    def __init__(self, nets: Nets, batch: Any, micro_step: int, window: int, updates: Dict[str, int], accelerator,
-                 active: FrozenSet[str]) -> None:
-        self.nets = nets                # prepared networks by name
-        self.batch = batch              # this process's micro-batch, as the loader gave it
-        self.micro_step = micro_step    # micro-batches consumed before this one (seeds per-step randomness)
-        self.window = window            # update windows completed before this one
-        self.updates = updates          # completed updates per optimizer name
+    def __init__(
+        self,
+        nets: Nets,
+        batch: Any,
+        micro_step: int,
+        window: int,
+        updates: Dict[str, int],
+        accelerator,
+        active: FrozenSet[str],
+    ) -> None:
+        self.nets = nets  # prepared networks by name
+        self.batch = batch  # this process's micro-batch, as the loader gave it
+        self.micro_step = micro_step  # micro-batches consumed before this one (seeds per-step randomness)
+        self.window = window  # update windows completed before this one
+        self.updates = updates  # completed updates per optimizer name
         self.accelerator = accelerator
         self._active = active
         self._values: Dict[str, Any] = {}

@@ -12,6 +12,7 @@ declaration (or the one a mapping ``{name: position}`` gives it) and ``width`` a
 position: two streams of a recipe, or one stream at two steps, never share a seed, however many
 streams a recipe declares.
 """
+
 from __future__ import annotations
 
 from typing import Mapping, Sequence, Union
@@ -24,7 +25,9 @@ MIN_WIDTH = 8  # the seeds of the first GAN recipes' five streams, kept so their
 
 
 class RandomStreams:
-    def __init__(self, names: Union[Sequence[str], Mapping[str, int]], seed: int, accelerator, batch_size: int) -> None:
+    def __init__(
+        self, names: Union[Sequence[str], Mapping[str, int]], seed: int, accelerator, batch_size: int
+    ) -> None:
         """``names``: the streams, in order; or ``{name: position}`` to keep the seeds of streams
         that once had other neighbours."""
         index = dict(names) if isinstance(names, Mapping) else {name: i for i, name in enumerate(names)}

@@ -1,5 +1,6 @@
 """The update function every optimizer goes through: device-side finite check, fused skip,
 scheduler tick, zero_grad."""
+
 from __future__ import annotations
 
 from typing import Optional
@@ -13,8 +14,15 @@ def gradients_of(optimizer) -> list:
     return [p.grad for group in optimizer.param_groups for p in group["params"] if p.grad is not None]
 
 
-def apply_update(accelerator, optimizer, scheduler, check_finite: bool, finite: Optional[torch.Tensor] = None,
-                 max_grad_norm: float = 0.0, agree_across_ranks: bool = False) -> Optional[torch.Tensor]:
+def apply_update(
+    accelerator,
+    optimizer,
+    scheduler,
+    check_finite: bool,
+    finite: Optional[torch.Tensor] = None,
+    max_grad_norm: float = 0.0,
+    agree_across_ranks: bool = False,
+) -> Optional[torch.Tensor]:
     """Step ``optimizer`` and its scheduler on a sync step; skip the update if its gradients are
     not finite (checked after DDP's all-reduce, so every rank agrees).
 

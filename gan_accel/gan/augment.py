@@ -13,6 +13,7 @@ uninterrupted run drew.
 
 Images are ``[B, C, H, W]`` in [-1, 1].
 """
+
 from __future__ import annotations
 
 from typing import Callable, Optional, Sequence, Tuple
@@ -22,7 +23,7 @@ import torch.nn.functional as F
 
 POLICIES = ("color", "translation", "cutout")
 TRANSLATION_RATIO = 0.125  # shift of up to 1/8 of the side, as in the paper
-CUTOUT_RATIO = 0.5         # a square of half the side is zeroed
+CUTOUT_RATIO = 0.5  # a square of half the side is zeroed
 
 Augment = Callable[[torch.Tensor], torch.Tensor]
 
@@ -32,7 +33,9 @@ def parse_policy(policy: str) -> Tuple[str, ...]:
     names = tuple(p.strip() for p in policy.split(",") if p.strip())
     unknown = [p for p in names if p not in POLICIES]
     if unknown:
-        raise ValueError(f"unknown DiffAugment policy {', '.join(unknown)}; use a comma-separated subset of {', '.join(POLICIES)}")
+        raise ValueError(
+            f"unknown DiffAugment policy {', '.join(unknown)}; use a comma-separated subset of {', '.join(POLICIES)}"
+        )
     return names
 
 
@@ -48,7 +51,7 @@ def _randint(x: torch.Tensor, generator: torch.Generator, low: int, high: int, *
 def color(x: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
     """Random brightness (+[-0.5, 0.5]), saturation (x[0, 2]) and contrast (x[0.5, 1.5]) per image."""
     x = x + (_rand(x, generator, 1, 1, 1) - 0.5)
-    mean = x.mean(dim=1, keepdim=True)                       # grey images: saturation is the identity
+    mean = x.mean(dim=1, keepdim=True)  # grey images: saturation is the identity
     x = (x - mean) * (_rand(x, generator, 1, 1, 1) * 2) + mean
     mean = x.mean(dim=(1, 2, 3), keepdim=True)
     return (x - mean) * (_rand(x, generator, 1, 1, 1) + 0.5) + mean
@@ -64,8 +67,8 @@ def translation(x: torch.Tensor, generator: torch.Generator, ratio: float = TRAN
     # Gather from a zero-padded copy: output (i, j) reads input (i - dy, j - dx). Indexing is
     # differentiable in x (the indices are constants).
     padded = F.pad(x, [sw, sw, sh, sh])
-    rows = (torch.arange(H, device=x.device)[None, :] - shift_y[:, None] + sh)  # [B, H]
-    cols = (torch.arange(W, device=x.device)[None, :] - shift_x[:, None] + sw)  # [B, W]
+    rows = torch.arange(H, device=x.device)[None, :] - shift_y[:, None] + sh  # [B, H]
+    cols = torch.arange(W, device=x.device)[None, :] - shift_x[:, None] + sw  # [B, W]
     batch = torch.arange(B, device=x.device)[:, None, None]
     out = padded.permute(0, 2, 3, 1)[batch, rows[:, :, None], cols[:, None, :]]  # [B, H, W, C]
     return out.permute(0, 3, 1, 2).contiguous()
@@ -76,13 +79,13 @@ def cutout(x: torch.Tensor, generator: torch.Generator, ratio: float = CUTOUT_RA
     B, _, H, W = x.shape
     ch = int(H * ratio + 0.5)
     cw = int(W * ratio + 0.5)
-    top = _randint(x, generator, 0, H + (1 - ch % 2)) - ch // 2    # [B]
+    top = _randint(x, generator, 0, H + (1 - ch % 2)) - ch // 2  # [B]
     left = _randint(x, generator, 0, W + (1 - cw % 2)) - cw // 2
     ys = torch.arange(H, device=x.device)[None, :]
     xs = torch.arange(W, device=x.device)[None, :]
-    inside_y = (ys >= top[:, None]) & (ys < top[:, None] + ch)      # [B, H]
-    inside_x = (xs >= left[:, None]) & (xs < left[:, None] + cw)    # [B, W]
-    keep = ~(inside_y[:, :, None] & inside_x[:, None, :])          # [B, H, W]
+    inside_y = (ys >= top[:, None]) & (ys < top[:, None] + ch)  # [B, H]
+    inside_x = (xs >= left[:, None]) & (xs < left[:, None] + cw)  # [B, W]
+    keep = ~(inside_y[:, :, None] & inside_x[:, None, :])  # [B, H, W]
     return x * keep[:, None].to(x.dtype)
 
 

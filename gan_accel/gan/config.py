@@ -1,4 +1,5 @@
 """Typed configuration of the GAN path (one dataclass per concern)."""
+
 from __future__ import annotations
 
 import math
@@ -18,19 +19,65 @@ IN_MEMORY = ("auto", "yes", "no")
 
 @dataclass
 class GANDataArguments:
-    dataset: str = choice("digits", DATASETS, "Training images: scikit-learn's bundled digits (offline), an image folder, a torchvision dataset, a folder through `datasets` (imagefolder) or a Hugging Face dataset (hub, with --dataset_name).")
-    data_dir: Optional[str] = field(default=None, metadata={"help": "Folder of images (--dataset folder) or torchvision root."})
-    download: bool = field(default=False, metadata={"help": "Let torchvision download MNIST/Fashion-MNIST/CIFAR-10 into --data_dir."})
-    image_size: int = field(default=32, metadata={"help": "Square training resolution (images are resized and centre-cropped)."})
+    dataset: str = choice(
+        "digits",
+        DATASETS,
+        "Training images: scikit-learn's bundled digits (offline), an image folder, a torchvision dataset, a folder through `datasets` (imagefolder) or a Hugging Face dataset (hub, with --dataset_name).",
+    )
+    data_dir: Optional[str] = field(
+        default=None, metadata={"help": "Folder of images (--dataset folder) or torchvision root."}
+    )
+    download: bool = field(
+        default=False, metadata={"help": "Let torchvision download MNIST/Fashion-MNIST/CIFAR-10 into --data_dir."}
+    )
+    image_size: int = field(
+        default=32, metadata={"help": "Square training resolution (images are resized and centre-cropped)."}
+    )
     channels: int = field(default=1, metadata={"help": "1 (grey) or 3 (RGB); images are converted."})
     # Large datasets (README: "Train on a large image folder"): gan_accel/data/source.py.
-    dataset_name: Optional[str] = field(default=None, metadata={"help": "A Hugging Face dataset to load with `datasets` (extra `hub`); implies --dataset hub. Labels from its `label` column."})
-    dataset_split: str = field(default="train", metadata={"help": "Split of --dataset_name / --dataset imagefolder to train on."})
-    data_in_memory: str = choice("auto", IN_MEMORY, "Keep the decoded dataset in one uint8 tensor on the accelerator (yes), stream batches from the decode cache through DataLoader workers (no), or decide by --max_data_memory_mb (auto).", resume=SAME)
-    max_data_memory_mb: Optional[float] = field(default=None, metadata={"resume": SAME, "help": "Budget of --data_in_memory auto, in MB (default: half the accelerator's free memory; on the CPU half the available RAM, split between the machine's processes)."})
-    data_cache_dir: Optional[str] = field(default=None, metadata={"resume": SAME, "help": "Decode cache of folders and `datasets` images, shared by runs (default $GAN_ACCEL_CACHE, else ~/.cache/gan_accel/images); 'none' decodes in memory or on the fly instead."})
-    dataloader_num_workers: int = field(default=2, metadata={"resume": SAME, "help": "DataLoader worker processes of the streaming path (0: in the training process)."})
-    data_decode_workers: Optional[int] = field(default=None, metadata={"resume": SAME, "help": "Processes that build the decode cache (default: one per CPU core; 0: in the training process)."})
+    dataset_name: Optional[str] = field(
+        default=None,
+        metadata={
+            "help": "A Hugging Face dataset to load with `datasets` (extra `hub`); implies --dataset hub. Labels from its `label` column."
+        },
+    )
+    dataset_split: str = field(
+        default="train", metadata={"help": "Split of --dataset_name / --dataset imagefolder to train on."}
+    )
+    data_in_memory: str = choice(
+        "auto",
+        IN_MEMORY,
+        "Keep the decoded dataset in one uint8 tensor on the accelerator (yes), stream batches from the decode cache through DataLoader workers (no), or decide by --max_data_memory_mb (auto).",
+        resume=SAME,
+    )
+    max_data_memory_mb: Optional[float] = field(
+        default=None,
+        metadata={
+            "resume": SAME,
+            "help": "Budget of --data_in_memory auto, in MB (default: half the accelerator's free memory; on the CPU half the available RAM, split between the machine's processes).",
+        },
+    )
+    data_cache_dir: Optional[str] = field(
+        default=None,
+        metadata={
+            "resume": SAME,
+            "help": "Decode cache of folders and `datasets` images, shared by runs (default $GAN_ACCEL_CACHE, else ~/.cache/gan_accel/images); 'none' decodes in memory or on the fly instead.",
+        },
+    )
+    dataloader_num_workers: int = field(
+        default=2,
+        metadata={
+            "resume": SAME,
+            "help": "DataLoader worker processes of the streaming path (0: in the training process).",
+        },
+    )
+    data_decode_workers: Optional[int] = field(
+        default=None,
+        metadata={
+            "resume": SAME,
+            "help": "Processes that build the decode cache (default: one per CPU core; 0: in the training process).",
+        },
+    )
 
     def __post_init__(self) -> None:
         check_choice("dataset", self.dataset, DATASETS)
@@ -53,11 +100,15 @@ class GANDataArguments:
 class GANModelArguments:
     arch: str = choice("dcgan", tuple(ARCHS), "Generator/discriminator architecture.")
     z_dim: int = field(default=100, metadata={"help": "Noise dimension."})
-    g_channels: int = field(default=64, metadata={"help": "Width of G's last hidden layer (doubles towards the input)."})
+    g_channels: int = field(
+        default=64, metadata={"help": "Width of G's last hidden layer (doubles towards the input)."}
+    )
     d_channels: int = field(default=64, metadata={"help": "Width of D's first layer (doubles with depth)."})
     d_norm: str = choice("batch", D_NORMS, "Normalisation in D ('none' or 'spectral' for exact DDP equivalence).")
     g_norm: str = choice("batch", G_NORMS, "Normalisation in G ('none' for exact DDP equivalence).")
-    conditional: bool = field(default=False, metadata={"help": "Class-conditional G and projection D (needs labelled data)."})
+    conditional: bool = field(
+        default=False, metadata={"help": "Class-conditional G and projection D (needs labelled data)."}
+    )
 
     def __post_init__(self) -> None:
         check_choice("arch", self.arch, tuple(ARCHS))
@@ -69,36 +120,87 @@ class GANModelArguments:
     def check_image_size(self, image_size: int) -> None:
         sizes = supported_sizes(self.arch)
         if image_size not in sizes:
-            raise ConfigError(f"--image_size {image_size} is not supported by --arch {self.arch}; use one of {', '.join(map(str, sizes))}")
+            raise ConfigError(
+                f"--image_size {image_size} is not supported by --arch {self.arch}; use one of {', '.join(map(str, sizes))}"
+            )
 
 
 @dataclass
 class GANTrainArguments:
     loss: str = choice("nonsaturating", LOSSES, "GAN objective.")
-    gp_weight: float = field(default=10.0, metadata={"resume": CHANGEABLE, "help": "WGAN-GP penalty weight (used with --loss wgan_gp)."})
-    r1_gamma: float = field(default=0.0, metadata={"resume": CHANGEABLE, "help": "R1 penalty weight gamma on real images (0: off); any loss, alongside WGAN-GP's."})
-    r1_interval: int = field(default=16, metadata={"help": "Lazy R1: apply it on every k-th D update only, weighted by gamma/2 * k (StyleGAN2)."})
-    diffaugment: str = field(default="", metadata={"help": "DiffAugment policy for every D input (real and fake, D and G steps): a comma-separated subset of translation,cutout,color ('' off)."})
+    gp_weight: float = field(
+        default=10.0, metadata={"resume": CHANGEABLE, "help": "WGAN-GP penalty weight (used with --loss wgan_gp)."}
+    )
+    r1_gamma: float = field(
+        default=0.0,
+        metadata={
+            "resume": CHANGEABLE,
+            "help": "R1 penalty weight gamma on real images (0: off); any loss, alongside WGAN-GP's.",
+        },
+    )
+    r1_interval: int = field(
+        default=16,
+        metadata={"help": "Lazy R1: apply it on every k-th D update only, weighted by gamma/2 * k (StyleGAN2)."},
+    )
+    diffaugment: str = field(
+        default="",
+        metadata={
+            "help": "DiffAugment policy for every D input (real and fake, D and G steps): a comma-separated subset of translation,cutout,color ('' off)."
+        },
+    )
     d_steps_per_g_step: int = field(default=1, metadata={"help": "D updates per G update (n_critic)."})
     batch_size: int = field(default=64, metadata={"help": "Images per process per micro-batch."})
     max_steps: int = field(default=2000, metadata={"resume": SAME, "help": "G optimizer updates to train for."})
     lr_g: float = field(default=2e-4, metadata={"resume": CHANGEABLE, "help": "Adam learning rate of G."})
     lr_d: float = field(default=2e-4, metadata={"resume": CHANGEABLE, "help": "Adam learning rate of D."})
-    adam_beta1: float = field(default=0.5, metadata={"resume": CHANGEABLE, "help": "Adam beta1 (0.5 is the DCGAN setting)."})
+    adam_beta1: float = field(
+        default=0.5, metadata={"resume": CHANGEABLE, "help": "Adam beta1 (0.5 is the DCGAN setting)."}
+    )
     adam_beta2: float = field(default=0.999, metadata={"resume": CHANGEABLE, "help": "Adam beta2."})
-    lr_scheduler: str = choice("constant", SCHEDULERS, "Learning-rate schedule of both networks (after warm-up).", resume=CHANGEABLE)
-    warmup_steps: int = field(default=0, metadata={"resume": CHANGEABLE, "help": "Linear warm-up, in G updates (D's is scaled by n_critic)."})
-    ema_decay: float = field(default=0.999, metadata={"resume": CHANGEABLE, "help": "EMA decay of G (0 disables averaging: the EMA is a copy)."})
+    lr_scheduler: str = choice(
+        "constant", SCHEDULERS, "Learning-rate schedule of both networks (after warm-up).", resume=CHANGEABLE
+    )
+    warmup_steps: int = field(
+        default=0, metadata={"resume": CHANGEABLE, "help": "Linear warm-up, in G updates (D's is scaled by n_critic)."}
+    )
+    ema_decay: float = field(
+        default=0.999,
+        metadata={"resume": CHANGEABLE, "help": "EMA decay of G (0 disables averaging: the EMA is a copy)."},
+    )
     ema_start: int = field(default=0, metadata={"help": "G update from which the EMA averages (a plain copy before)."})
-    sample_every: int = field(default=250, metadata={"resume": SAME, "help": "G updates between sample grids (0: only the final one)."})
-    num_sample_images: int = field(default=64, metadata={"resume": SAME, "help": "Images in each sample grid (fixed noise)."})
-    channels_last: bool = field(default=False, metadata={"resume": SAME, "help": "Keep G, D and the images in channels_last (NHWC) memory format: faster convolutions on recent GPUs and, mildly, on CPU (see the README, Performance)."})
-    compile: bool = field(default=False, metadata={"resume": SAME, "help": "torch.compile G and D in place (checkpoint names unchanged); falls back to eager with a message where compilation is unavailable. Slow to start, pays off on long GPU runs."})
+    sample_every: int = field(
+        default=250, metadata={"resume": SAME, "help": "G updates between sample grids (0: only the final one)."}
+    )
+    num_sample_images: int = field(
+        default=64, metadata={"resume": SAME, "help": "Images in each sample grid (fixed noise)."}
+    )
+    channels_last: bool = field(
+        default=False,
+        metadata={
+            "resume": SAME,
+            "help": "Keep G, D and the images in channels_last (NHWC) memory format: faster convolutions on recent GPUs and, mildly, on CPU (see the README, Performance).",
+        },
+    )
+    compile: bool = field(
+        default=False,
+        metadata={
+            "resume": SAME,
+            "help": "torch.compile G and D in place (checkpoint names unchanged); falls back to eager with a message where compilation is unavailable. Slow to start, pays off on long GPU runs.",
+        },
+    )
 
     def __post_init__(self) -> None:
         check_choice("loss", self.loss, LOSSES)
         check_choice("lr_scheduler", self.lr_scheduler, SCHEDULERS)
-        for name in ("batch_size", "max_steps", "lr_g", "lr_d", "d_steps_per_g_step", "num_sample_images", "r1_interval"):
+        for name in (
+            "batch_size",
+            "max_steps",
+            "lr_g",
+            "lr_d",
+            "d_steps_per_g_step",
+            "num_sample_images",
+            "r1_interval",
+        ):
             check_positive(name, getattr(self, name))
         for name in ("gp_weight", "r1_gamma", "warmup_steps", "ema_start", "sample_every"):
             check_positive(name, getattr(self, name), allow_zero=True)
@@ -116,7 +218,9 @@ class GANTrainArguments:
         except ValueError as err:
             raise ConfigError(f"--diffaugment {self.diffaugment!r}: {err}") from None
         if self.warmup_steps >= self.max_steps:
-            raise ConfigError(f"--warmup_steps ({self.warmup_steps}) must be smaller than --max_steps ({self.max_steps})")
+            raise ConfigError(
+                f"--warmup_steps ({self.warmup_steps}) must be smaller than --max_steps ({self.max_steps})"
+            )
 
 
 EVAL_FEATURES = ("domain", "inception")
@@ -126,11 +230,31 @@ EVAL_FEATURES = ("domain", "inception")
 class GANEvalArguments:
     """Evaluation during training (gan_accel.metrics): FID/KID, coverage, the real-data floor."""
 
-    eval_every: int = field(default=0, metadata={"resume": SAME, "help": "G updates between evaluations (0: off). The best generator by FID goes to OUTPUT_DIR/best_generator/."})
+    eval_every: int = field(
+        default=0,
+        metadata={
+            "resume": SAME,
+            "help": "G updates between evaluations (0: off). The best generator by FID goes to OUTPUT_DIR/best_generator/.",
+        },
+    )
     eval_num_images: int = field(default=1000, metadata={"resume": SAME, "help": "Generated images per evaluation."})
-    eval_feature_extractor: str = choice("domain", EVAL_FEATURES, "FID/KID features: a classifier trained on the real data (offline) or Inception-v3 (local weights).", resume=SAME)
-    eval_cache_dir: Optional[str] = field(default=None, metadata={"resume": SAME, "help": "Cache of the domain classifier and reference statistics (default OUTPUT_DIR/cache; share one folder between runs to train the classifier once)."})
-    inception_weights: Optional[str] = field(default=None, metadata={"resume": SAME, "help": "Inception-v3 FID weights file, for --eval_feature_extractor inception."})
+    eval_feature_extractor: str = choice(
+        "domain",
+        EVAL_FEATURES,
+        "FID/KID features: a classifier trained on the real data (offline) or Inception-v3 (local weights).",
+        resume=SAME,
+    )
+    eval_cache_dir: Optional[str] = field(
+        default=None,
+        metadata={
+            "resume": SAME,
+            "help": "Cache of the domain classifier and reference statistics (default OUTPUT_DIR/cache; share one folder between runs to train the classifier once).",
+        },
+    )
+    inception_weights: Optional[str] = field(
+        default=None,
+        metadata={"resume": SAME, "help": "Inception-v3 FID weights file, for --eval_feature_extractor inception."},
+    )
 
     def __post_init__(self) -> None:
         check_positive("eval_every", self.eval_every, allow_zero=True)

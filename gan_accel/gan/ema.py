@@ -1,5 +1,6 @@
 """Exponential moving average of G, kept outside ``prepare``: it never trains, and DDP refuses to wrap a
 module without trainable parameters ("DistributedDataParallel is not needed...")."""
+
 from __future__ import annotations
 
 import copy
@@ -50,7 +51,10 @@ class EMA:
         self.module.load_state_dict(state)
 
     def save(self, folder: Path) -> None:
-        save_file({k: v.detach().contiguous().cpu() for k, v in self.module.state_dict().items()}, str(Path(folder) / EMA_FILE))
+        save_file(
+            {k: v.detach().contiguous().cpu() for k, v in self.module.state_dict().items()},
+            str(Path(folder) / EMA_FILE),
+        )
 
     def load(self, folder: Path) -> None:
         state = load_file(str(Path(folder) / EMA_FILE))
@@ -58,8 +62,9 @@ class EMA:
 
 
 @torch.no_grad()
-def recalibrate_batchnorm(G: nn.Module, z_dim: int, num_classes: int, device, batches: int = 8,
-                          batch_size: int = 128, seed: int = 0) -> None:
+def recalibrate_batchnorm(
+    G: nn.Module, z_dim: int, num_classes: int, device, batches: int = 8, batch_size: int = 128, seed: int = 0
+) -> None:
     """Recompute BN running statistics for G's *current* weights (the EMA weights differ from the
     ones the training statistics were collected with). No-op for a G without BatchNorm."""
     bns = [m for m in G.modules() if isinstance(m, nn.modules.batchnorm._BatchNorm)]

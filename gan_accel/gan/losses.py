@@ -2,6 +2,7 @@
 
 Each D loss is a batch mean of the per-sample loss; each G loss likewise.
 """
+
 from __future__ import annotations
 
 from typing import Callable, Optional
@@ -63,8 +64,14 @@ def input_gradients(outputs: torch.Tensor, inputs: torch.Tensor, scaler=None) ->
     return grad
 
 
-def gradient_penalty(D: Callable, real: torch.Tensor, fake: torch.Tensor, alpha: torch.Tensor,
-                     labels: Optional[torch.Tensor] = None, scaler=None) -> torch.Tensor:
+def gradient_penalty(
+    D: Callable,
+    real: torch.Tensor,
+    fake: torch.Tensor,
+    alpha: torch.Tensor,
+    labels: Optional[torch.Tensor] = None,
+    scaler=None,
+) -> torch.Tensor:
     """WGAN-GP (Gulrajani et al. 2017): E[(||grad_x D(x_hat)||_2 - 1)^2], x_hat = a*real + (1-a)*fake.
 
     ``alpha`` has shape [B, 1, 1, 1] (drawn by the caller so the function stays pure).

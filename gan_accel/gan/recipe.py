@@ -1,11 +1,12 @@
 """The GAN as a recipe on the engine: two networks, two optimizers, two phases.
 
-    networks   G (optimizer G), D (optimizer D)
-    phases     D: every update window            loss: D's loss (+ GP, + lazy R1)
-               G: after every n_critic-th D update, D frozen     loss: G's loss through D
-    inputs     real images and labels of the batch, z for the global batch, one G forward
-               (kept with a graph only in windows where G trains), DiffAugment seeded per step
+networks   G (optimizer G), D (optimizer D)
+phases     D: every update window            loss: D's loss (+ GP, + lazy R1)
+           G: after every n_critic-th D update, D frozen     loss: G's loss through D
+inputs     real images and labels of the batch, z for the global batch, one G forward
+           (kept with a graph only in windows where G trains), DiffAugment seeded per step
 """
+
 from __future__ import annotations
 
 from typing import Any, Callable, Mapping, Optional, Tuple
@@ -27,8 +28,14 @@ RealBatch = Callable[[Any], Tuple[torch.Tensor, Optional[torch.Tensor]]]
 
 
 class GANRecipe:
-    def __init__(self, train: GANTrainArguments, real_batch: RealBatch, noise: RandomStreams, z_dim: int,
-                 conditional: bool = False) -> None:
+    def __init__(
+        self,
+        train: GANTrainArguments,
+        real_batch: RealBatch,
+        noise: RandomStreams,
+        z_dim: int,
+        conditional: bool = False,
+    ) -> None:
         """``real_batch``: the data's reader of a loader batch (``ImageSource.real_batch``: a
         gather from the device tensor in memory, the workers' uint8 batch when streamed); its
         labels are used only when ``conditional``."""
@@ -47,8 +54,10 @@ class GANRecipe:
         return Recipe(
             networks=[Network("G", networks["G"], optimizer="G"), Network("D", networks["D"], optimizer="D")],
             optimizers=[Optimizer("G", adam(t.lr_g, betas), schedule), Optimizer("D", adam(t.lr_d, betas), schedule)],
-            phases=[Phase("D", trains=["D"], loss=self.d_phase),
-                    Phase("G", trains=["G"], frozen=["D"], loss=self.g_phase, every=n, offset=n - 1)],
+            phases=[
+                Phase("D", trains=["D"], loss=self.d_phase),
+                Phase("G", trains=["G"], frozen=["D"], loss=self.g_phase, every=n, offset=n - 1),
+            ],
             progress="G",
             inputs=self.inputs,
         )
@@ -70,10 +79,18 @@ class GANRecipe:
         alpha = self.noise.uniform("gp_alpha", s.micro_step, 1, 1, 1) if t.loss == "wgan_gp" else None
         # Lazy R1 (StyleGAN2): on every k-th D update only, weighted by k to keep its strength.
         lazy_r1 = t.r1_gamma > 0 and s.updates.get("D", 0) % t.r1_interval == 0
-        return phases.d_loss(s.nets.D, s["real"], s["fake"], s["labels"], t.loss,
-                             gp_weight=t.gp_weight if t.loss == "wgan_gp" else 0.0, gp_alpha=alpha,
-                             r1_weight=t.r1_gamma / 2 * t.r1_interval if lazy_r1 else 0.0, augment=s["augment"],
-                             scaler=s.accelerator.scaler)
+        return phases.d_loss(
+            s.nets.D,
+            s["real"],
+            s["fake"],
+            s["labels"],
+            t.loss,
+            gp_weight=t.gp_weight if t.loss == "wgan_gp" else 0.0,
+            gp_alpha=alpha,
+            r1_weight=t.r1_gamma / 2 * t.r1_interval if lazy_r1 else 0.0,
+            augment=s["augment"],
+            scaler=s.accelerator.scaler,
+        )
 
     def g_phase(self, s):
         return phases.g_loss(s.nets.D, s["fake"], s["labels"], self.train_args.loss, augment=s["augment"])

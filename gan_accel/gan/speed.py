@@ -4,6 +4,7 @@ Both are applied to the networks themselves, never by wrapping them, so checkpoi
 ``accelerator.unwrap_model`` and the EMA copy are unchanged (``torch.compile(G)`` would return an
 ``OptimizedModule`` whose state-dict keys start with ``_orig_mod.``).
 """
+
 from __future__ import annotations
 
 from typing import Callable, Optional

@@ -5,6 +5,7 @@ The engine runs them D first, then G (D backward -> D step -> G backward -> G st
 one GradScaler serves every optimizer and each ``optimizer.step()`` updates it, so "both
 backwards, then both steps" would give the second update a mis-scaled gradient.
 """
+
 from __future__ import annotations
 
 from typing import Dict, Optional, Tuple
@@ -17,9 +18,18 @@ from .losses import D_LOSSES, G_LOSSES, gradient_penalty, r1_penalty
 Metrics = Dict[str, torch.Tensor]
 
 
-def d_loss(D, real: torch.Tensor, fake: torch.Tensor, labels: Optional[torch.Tensor], loss: str,
-           gp_weight: float = 0.0, gp_alpha: Optional[torch.Tensor] = None, r1_weight: float = 0.0,
-           augment: Optional[Augment] = None, scaler=None) -> Tuple[torch.Tensor, Metrics]:
+def d_loss(
+    D,
+    real: torch.Tensor,
+    fake: torch.Tensor,
+    labels: Optional[torch.Tensor],
+    loss: str,
+    gp_weight: float = 0.0,
+    gp_alpha: Optional[torch.Tensor] = None,
+    r1_weight: float = 0.0,
+    augment: Optional[Augment] = None,
+    scaler=None,
+) -> Tuple[torch.Tensor, Metrics]:
     """D's loss on a real batch and a detached fake batch (G gets no gradient).
 
     ``augment`` (DiffAugment) is applied to every input D sees here, the GP/R1 inputs included:
@@ -34,8 +44,11 @@ def d_loss(D, real: torch.Tensor, fake: torch.Tensor, labels: Optional[torch.Ten
     fake_logits = D_aug(fake, labels)
     d = D_LOSSES[loss](real_logits.float(), fake_logits.float())
     total = d
-    metrics = {"loss/D": d.detach(), "D/real_logit": real_logits.detach().float().mean(),
-               "D/fake_logit": fake_logits.detach().float().mean()}
+    metrics = {
+        "loss/D": d.detach(),
+        "D/real_logit": real_logits.detach().float().mean(),
+        "D/fake_logit": fake_logits.detach().float().mean(),
+    }
     if gp_weight > 0:
         gp = gradient_penalty(D_aug, real, fake, gp_alpha, labels, scaler)
         total = total + gp_weight * gp
@@ -47,8 +60,9 @@ def d_loss(D, real: torch.Tensor, fake: torch.Tensor, labels: Optional[torch.Ten
     return total, metrics
 
 
-def g_loss(D, fake: torch.Tensor, labels: Optional[torch.Tensor], loss: str,
-           augment: Optional[Augment] = None) -> Tuple[torch.Tensor, Metrics]:
+def g_loss(
+    D, fake: torch.Tensor, labels: Optional[torch.Tensor], loss: str, augment: Optional[Augment] = None
+) -> Tuple[torch.Tensor, Metrics]:
     """G's loss through D. The recipe declares D frozen for this phase: without the freeze, G's
     loss would write gradients into D's parameters, which accumulation would add to D's next
     update. DiffAugment here too: G is judged on the same augmented view D was trained on."""

@@ -1,6 +1,7 @@
 """The GAN task: image data, G and D with the recipe (:mod:`.recipe`), and what only a GAN adds:
 EMA, sample grids, FID evaluation with the best generator kept, the generator export. The runner
 (:mod:`gan_accel.runner`) runs it."""
+
 from __future__ import annotations
 
 import copy
@@ -30,19 +31,27 @@ class GANTrainer(Task):
     project = "gan"
     unit = "img"
     desc = "gan"
-    configs = {"data_args": GANDataArguments, "model_args": GANModelArguments, "train_args": GANTrainArguments,
-               "eval_args": GANEvalArguments}
-    outputs = (Output("samples"), Output("generator", checked="models.export: config, finite weights"),
-               Output("best_generator", checked="models.export: config, finite weights"),
-               Output("cache", "cache", checked="metrics cache: keyed by the data and the feature extractor"))
+    configs = {
+        "data_args": GANDataArguments,
+        "model_args": GANModelArguments,
+        "train_args": GANTrainArguments,
+        "eval_args": GANEvalArguments,
+    }
+    outputs = (
+        Output("samples"),
+        Output("generator", checked="models.export: config, finite weights"),
+        Output("best_generator", checked="models.export: config, finite weights"),
+        Output("cache", "cache", checked="metrics cache: keyed by the data and the feature extractor"),
+    )
 
     def check_settings(self) -> None:
         self.model_args.check_image_size(self.data_args.image_size)
 
     def read_data(self) -> None:
         acc = self.accelerator
-        self.data = open_image_source(self.data_args, acc.device, print_fn=acc.print,
-                                      show_progress=acc.is_local_main_process)
+        self.data = open_image_source(
+            self.data_args, acc.device, print_fn=acc.print, show_progress=acc.is_local_main_process
+        )
 
     def check(self) -> None:
         if self.model_args.conditional and self.data.labels is None:
@@ -50,8 +59,10 @@ class GANTrainer(Task):
         P = self.accelerator.num_processes
         batch = self.train_args.batch_size
         if len(self.data) // batch < P:  # full batches only (drop_last), one per process at least
-            raise ConfigError(f"--batch_size {batch} x {P} processes is larger than the dataset "
-                              f"({len(self.data)} images); lower --batch_size")
+            raise ConfigError(
+                f"--batch_size {batch} x {P} processes is larger than the dataset "
+                f"({len(self.data)} images); lower --batch_size"
+            )
 
     def data_fingerprint(self) -> dict:
         return image_fingerprint(self.data_args, self.data)
@@ -61,19 +72,34 @@ class GANTrainer(Task):
         t = self.train_args
         acc = self.accelerator
         seed = self.run_args.seed
-        self.run.print(f"Data: {self.data.name}, {len(self.data)} images {self.data.shape}, "
-                       f"{self.data.num_classes} classes, {self.data.describe()}")
+        self.run.print(
+            f"Data: {self.data.name}, {len(self.data)} images {self.data.shape}, "
+            f"{self.data.num_classes} classes, {self.data.describe()}"
+        )
         self.num_classes = self.data.num_classes if m.conditional else 0
-        G, D = build_models(m.arch, z_dim=m.z_dim, channels=self.data.channels, image_size=self.data.image_size,
-                            g_channels=m.g_channels, d_channels=m.d_channels, d_norm=m.d_norm, g_norm=m.g_norm,
-                            num_classes=self.num_classes)
+        G, D = build_models(
+            m.arch,
+            z_dim=m.z_dim,
+            channels=self.data.channels,
+            image_size=self.data.image_size,
+            g_channels=m.g_channels,
+            d_channels=m.d_channels,
+            d_norm=m.d_norm,
+            g_norm=m.g_norm,
+            num_classes=self.num_classes,
+        )
         if t.channels_last:
             to_channels_last(G, D)  # before the optimizers (and the EMA copy) see the parameters
         # In memory: a loader of sample indices whose images are gathered from a tensor on the
         # device; streamed: uint8 batches from DataLoader workers. The same sampler either way, so
         # the same indices, the same pixels, and the engine's exact mid-epoch resume and sharding.
-        loader = self.data.make_loader(t.batch_size, ResumableSampler(len(self.data), seed=seed),
-                                       self.data_args.dataloader_num_workers, acc.device, t.channels_last)
+        loader = self.data.make_loader(
+            t.batch_size,
+            ResumableSampler(len(self.data), seed=seed),
+            self.data_args.dataloader_num_workers,
+            acc.device,
+            t.channels_last,
+        )
         streams = RandomStreams(STREAMS, seed, acc, t.batch_size)
         recipe = GANRecipe(t, self.data.real_batch, streams, m.z_dim, conditional=bool(self.num_classes))
         self.sample_z = fixed_noise(t.num_sample_images, m.z_dim, seed + 12345)
@@ -87,15 +113,20 @@ class GANTrainer(Task):
         if t.compile:
             # After the EMA copy (kept eager: it only samples) and in place, so state-dict keys and
             # checkpoints are the same with or without --compile.
-            compile_in_place({"G": engine.module("G"), "D": engine.module("D")}, self.accelerator.device, self.run.print)
+            compile_in_place(
+                {"G": engine.module("G"), "D": engine.module("D")}, self.accelerator.device, self.run.print
+            )
         # A non-finite FID (a diverged G) never becomes the best (BestKeeper).
         self.keeper = BestKeeper(self.run.state, "eval/fid", greater_is_better=False, export=self.export_best)
         self.evaluator = self.build_evaluator()
-        hooks = [State("ema", self.ema), Hook(lambda: self.ema.update(engine.module("G"), self.run.state.step), when=UPDATE),
-                 # Grids come after the checkpoint, and the final one after the export: a failing
-                 # grid must never cost the training since the last checkpoint. Looked up at call
-                 # time (the benchmark stubs it).
-                 Hook(lambda: self.save_samples(), every=t.sample_every, at_end=False, when=AFTER_CHECKPOINT)]
+        hooks = [
+            State("ema", self.ema),
+            Hook(lambda: self.ema.update(engine.module("G"), self.run.state.step), when=UPDATE),
+            # Grids come after the checkpoint, and the final one after the export: a failing
+            # grid must never cost the training since the last checkpoint. Looked up at call
+            # time (the benchmark stubs it).
+            Hook(lambda: self.save_samples(), every=t.sample_every, at_end=False, when=AFTER_CHECKPOINT),
+        ]
         if self.evaluator is not None:
             hooks.append(Hook(self.evaluate, every=self.eval_args.eval_every))
         return hooks
@@ -111,9 +142,15 @@ class GANTrainer(Task):
 
         cache_dir = e.eval_cache_dir or str(self.run.output_dir / "cache")
         # Streamed: a fixed subset of the real images, so its memory does not grow with the dataset.
-        return GANEvaluator(self.data.image_data(), feature_extractor=e.eval_feature_extractor, num_images=e.eval_num_images,
-                            cache_dir=cache_dir, device=self.accelerator.device, seed=self.run_args.seed,
-                            inception_weights=e.inception_weights)
+        return GANEvaluator(
+            self.data.image_data(),
+            feature_extractor=e.eval_feature_extractor,
+            num_images=e.eval_num_images,
+            cache_dir=cache_dir,
+            device=self.accelerator.device,
+            seed=self.run_args.seed,
+            inception_weights=e.inception_weights,
+        )
 
     def evaluate(self) -> dict:
         run = self.run
@@ -124,20 +161,24 @@ class GANTrainer(Task):
             metrics["eval/best_step"] = float(state.step)
         metrics["eval/best_fid"] = state.best_metric
         run.logger.write(state.step, metrics)
-        run.print(f"step {state.step}: FID {metrics['eval/fid']:.3f} (floor {metrics['eval/fid_floor']:.3f}), "
-                  f"KID {metrics['eval/kid_mean']:.4f}, best FID {state.best_metric:.3f}")
+        run.print(
+            f"step {state.step}: FID {metrics['eval/fid']:.3f} (floor {metrics['eval/fid_floor']:.3f}), "
+            f"KID {metrics['eval/kid_mean']:.4f}, best FID {state.best_metric:.3f}"
+        )
         return metrics
 
     def export_best(self, metrics: dict) -> None:
-        save_generator(copy.deepcopy(self._evaluated).cpu(), self.run.output_dir / "best_generator",
-                       run_config=self.run.config)
+        save_generator(
+            copy.deepcopy(self._evaluated).cpu(), self.run.output_dir / "best_generator", run_config=self.run.config
+        )
 
     # ---- outputs -----------------------------------------------------------------------
     def calibrated_ema(self) -> torch.nn.Module:
         """A copy of the EMA generator with BatchNorm statistics recomputed for its weights."""
         G = copy.deepcopy(self.ema.module)
-        recalibrate_batchnorm(G, self.model_args.z_dim, self.num_classes, self.accelerator.device,
-                              seed=self.run_args.seed)
+        recalibrate_batchnorm(
+            G, self.model_args.z_dim, self.num_classes, self.accelerator.device, seed=self.run_args.seed
+        )
         return G.eval()
 
     def save_samples(self) -> Optional[Path]:
@@ -168,6 +209,11 @@ class GANTrainer(Task):
         self.save_samples()
 
 
-def train_gan(data_args: GANDataArguments, model_args: GANModelArguments, train: GANTrainArguments,
-              run_args, eval_args: Optional[GANEvalArguments] = None) -> Path:
+def train_gan(
+    data_args: GANDataArguments,
+    model_args: GANModelArguments,
+    train: GANTrainArguments,
+    run_args,
+    eval_args: Optional[GANEvalArguments] = None,
+) -> Path:
     return GANTrainer(data_args, model_args, train, run_args, *([eval_args] if eval_args else [])).train()

@@ -1,4 +1,5 @@
 """Accelerator construction and the run folder (refusing to clobber another run)."""
+
 from __future__ import annotations
 
 import json
@@ -27,7 +28,9 @@ def build_accelerator(run: RunArguments, project_name: str) -> Accelerator:
         mixed_precision=run.mixed_precision,
         gradient_accumulation_steps=run.gradient_accumulation_steps,
         log_with=run.trackers or None,
-        project_config=ProjectConfiguration(project_dir=run.output_dir, logging_dir=str(Path(run.output_dir) / "logs")),
+        project_config=ProjectConfiguration(
+            project_dir=run.output_dir, logging_dir=str(Path(run.output_dir) / "logs")
+        ),
         kwargs_handlers=[DistributedDataParallelKwargs(broadcast_buffers=False)],
         # Batches from pinned host memory (streamed image data, CUDA) are copied asynchronously.
         dataloader_config=DataLoaderConfiguration(non_blocking=True),
@@ -35,8 +38,12 @@ def build_accelerator(run: RunArguments, project_name: str) -> Accelerator:
     return accelerator
 
 
-def prepare_output_dir(accelerator: Accelerator, run: RunArguments, lock: Optional[RunLock] = None,
-                       outputs: Optional[Sequence[str]] = None) -> Path:
+def prepare_output_dir(
+    accelerator: Accelerator,
+    run: RunArguments,
+    lock: Optional[RunLock] = None,
+    outputs: Optional[Sequence[str]] = None,
+) -> Path:
     """Create ``--output_dir``; refuse one that holds another run unless resuming or overwriting.
 
     Every rank checks (the answer is the same on all); only the main process creates the folder,
@@ -81,8 +88,11 @@ def _create_and_lock(out: Path, lock: Optional[RunLock], clear: bool, outputs: S
             removed, kept = clear_run_outputs(out, outputs)
         except OSError as err:
             raise UserError(f"--overwrite_output_dir: cannot clear {out} ({err}); check its permissions") from None
-        print(f"--overwrite_output_dir: removed the previous run's {', '.join(removed) or 'outputs'} from {out}"
-              + (f"; kept {', '.join(kept)}" if kept else ""), flush=True)
+        print(
+            f"--overwrite_output_dir: removed the previous run's {', '.join(removed) or 'outputs'} from {out}"
+            + (f"; kept {', '.join(kept)}" if kept else ""),
+            flush=True,
+        )
 
 
 def print_and_save_config(accelerator: Optional[Accelerator], config: dict, output_dir: Optional[Path]) -> None:
@@ -95,5 +105,7 @@ def print_and_save_config(accelerator: Optional[Accelerator], config: dict, outp
         try:
             (output_dir / RUN_MARKER).write_text(text + "\n")
         except OSError as err:
-            raise UserError(f"--output_dir {output_dir}: cannot write {RUN_MARKER} ({err.strerror}); "
-                            "choose a writable folder with free space") from None
+            raise UserError(
+                f"--output_dir {output_dir}: cannot write {RUN_MARKER} ({err.strerror}); "
+                "choose a writable folder with free space"
+            ) from None

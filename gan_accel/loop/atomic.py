@@ -1,6 +1,7 @@
 """Folders that appear complete or not at all: written under ``.tmp-NAME`` and swapped into
 place, for checkpoints and every export (a process killed at any moment leaves the previous
 folder intact, and readers never see a partial one)."""
+
 from __future__ import annotations
 
 import json

@@ -10,6 +10,7 @@ Each checkpoint also records the fingerprint of the data it was trained on
 (``data_fingerprint.json``, see :mod:`gan_accel.data.fingerprint`): a resume on other data is
 refused, or allowed with a warning by ``--allow_data_change``.
 """
+
 from __future__ import annotations
 
 import json
@@ -31,8 +32,9 @@ _NAME = re.compile(r"^step_(\d{8})$")
 
 
 class CheckpointManager:
-    def __init__(self, accelerator, output_dir: Path, total_limit: int,
-                 data_fingerprint: Optional[dict] = None) -> None:
+    def __init__(
+        self, accelerator, output_dir: Path, total_limit: int, data_fingerprint: Optional[dict] = None
+    ) -> None:
         """``data_fingerprint``: what this run trains on, written into every checkpoint and checked
         on resume (None: neither)."""
         self.accelerator = accelerator
@@ -62,11 +64,15 @@ class CheckpointManager:
             return self.latest()
         path = Path(spec)
         if not path.is_dir():
-            raise UserError(f"--resume_from_checkpoint {spec}: no such folder; pass 'latest' or a checkpoint folder "
-                            f"such as {self.root}/step_00000500")
+            raise UserError(
+                f"--resume_from_checkpoint {spec}: no such folder; pass 'latest' or a checkpoint folder "
+                f"such as {self.root}/step_00000500"
+            )
         if not (path / STATE_FILE).is_file():
-            raise UserError(f"--resume_from_checkpoint {spec}: not a complete gan_accel checkpoint (no {STATE_FILE}); "
-                            "pass a folder under OUTPUT_DIR/checkpoints/")
+            raise UserError(
+                f"--resume_from_checkpoint {spec}: not a complete gan_accel checkpoint (no {STATE_FILE}); "
+                "pass a folder under OUTPUT_DIR/checkpoints/"
+            )
         return path
 
     # ---- writing -------------------------------------------------------------------------
@@ -101,7 +107,9 @@ class CheckpointManager:
             previous = self.latest()
             kept = f"the previous checkpoint {previous} is kept" if previous else "no earlier checkpoint exists"
             reason = str(err).splitlines()[0] if str(err) else type(err).__name__
-            raise UserError(f"could not write checkpoint {final} ({reason}); {kept}. Free disk space or change --output_dir") from None
+            raise UserError(
+                f"could not write checkpoint {final} ({reason}); {kept}. Free disk space or change --output_dir"
+            ) from None
         acc.wait_for_everyone()
         return final
 
@@ -122,8 +130,11 @@ class CheckpointManager:
             problem = _file_problem(file)
             if problem:
                 earlier = [p for p in self.complete_checkpoints() if p.name < path.name]
-                hint = (f"resume from the previous checkpoint with --resume_from_checkpoint {earlier[-1]}" if earlier
-                        else "no earlier checkpoint exists: start a new run")
+                hint = (
+                    f"resume from the previous checkpoint with --resume_from_checkpoint {earlier[-1]}"
+                    if earlier
+                    else "no earlier checkpoint exists: start a new run"
+                )
                 raise UserError(f"--resume_from_checkpoint {path}: {file.name} is damaged ({problem}); {hint}")
 
     def check_data(self, path: Path, allow_change: bool) -> Optional[str]:
@@ -139,9 +150,11 @@ class CheckpointManager:
         if not changes:
             return None
         if not allow_change:
-            raise UserError(f"--resume_from_checkpoint {path}: the data changed since this checkpoint "
-                            f"({'; '.join(changes)}); resume on the original data, start a new --output_dir, "
-                            "or pass --allow_data_change to continue on the new data")
+            raise UserError(
+                f"--resume_from_checkpoint {path}: the data changed since this checkpoint "
+                f"({'; '.join(changes)}); resume on the original data, start a new --output_dir, "
+                "or pass --allow_data_change to continue on the new data"
+            )
         return f"warning: --allow_data_change: resuming {path} on changed data ({'; '.join(changes)})"
 
     def load(self, path: Path) -> dict:
@@ -153,8 +166,10 @@ class CheckpointManager:
         try:
             self.accelerator.load_state(str(path))
         except (OSError, RuntimeError, KeyError, ValueError) as err:
-            raise UserError(f"--resume_from_checkpoint {path}: could not load it ({str(err).splitlines()[0]}); "
-                            "it was written by an incompatible run") from None
+            raise UserError(
+                f"--resume_from_checkpoint {path}: could not load it ({str(err).splitlines()[0]}); "
+                "it was written by an incompatible run"
+            ) from None
         return state
 
 

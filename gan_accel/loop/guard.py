@@ -1,4 +1,5 @@
 """Non-finite guard: skip an update whose gradients are NaN/Inf, stop after too many in a row."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -38,8 +39,9 @@ class NonFiniteGuard:
     :meth:`check` (at logging and checkpoint time) reads them and raises if the streak is too long.
     """
 
-    def __init__(self, state, max_streak: int,
-                 latest_checkpoint: Optional[Callable[[], Optional[Path]]] = None) -> None:
+    def __init__(
+        self, state, max_streak: int, latest_checkpoint: Optional[Callable[[], Optional[Path]]] = None
+    ) -> None:
         self.state = state
         self.max_streak = max_streak
         # Says what the stop leaves behind: the newest complete checkpoint, or None before any.
@@ -50,8 +52,9 @@ class NonFiniteGuard:
         if torch.is_tensor(finite):
             bad = (~finite).float().reshape(1)
             if self._pending is None:
-                self._pending = torch.tensor([self.state.nonfinite_streak, self.state.nonfinite_total],
-                                             dtype=torch.float32, device=bad.device)
+                self._pending = torch.tensor(
+                    [self.state.nonfinite_streak, self.state.nonfinite_total], dtype=torch.float32, device=bad.device
+                )
             streak, total = self._pending.unbind()
             self._pending = torch.cat([(streak + bad) * bad, total + bad])  # streak resets on a finite update
             return True

@@ -7,6 +7,7 @@ current config's) before loading; :func:`reapply` puts them back over the loaded
 the loaded moment estimates and step counts, and recomputes each scheduler's current rate from
 its (current) schedule at the restored position.
 """
+
 from __future__ import annotations
 
 from typing import List, Tuple
@@ -20,8 +21,10 @@ def _raw(obj, attr: str):
 
 
 def snapshot(accelerator) -> Tuple[list, list]:
-    groups = [[{k: g[k] for k in (*_GROUP_KEYS, "lr") if k in g} for g in _raw(o, "optimizer").param_groups]
-              for o in accelerator._optimizers]
+    groups = [
+        [{k: g[k] for k in (*_GROUP_KEYS, "lr") if k in g} for g in _raw(o, "optimizer").param_groups]
+        for o in accelerator._optimizers
+    ]
     base_lrs = [list(getattr(_raw(s, "scheduler"), "base_lrs", [])) for s in accelerator._schedulers]
     return groups, base_lrs
 

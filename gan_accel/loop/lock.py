@@ -6,6 +6,7 @@ otherwise interleave ``metrics.jsonl``, mix the checkpoints of two runs and rewr
 ``flock``-ed while the run lives: the kernel drops an flock when its process dies, however it
 dies, so a lock file left by a killed run is recognised as stale and taken over (with a warning).
 """
+
 from __future__ import annotations
 
 import atexit
@@ -58,15 +59,18 @@ class RunLock:
             try:
                 fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
             except OSError as err:
-                raise UserError(f"--output_dir {self.path.parent}: cannot write there ({err.strerror}); "
-                                "choose a writable folder") from None
+                raise UserError(
+                    f"--output_dir {self.path.parent}: cannot write there ({err.strerror}); choose a writable folder"
+                ) from None
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
                 holder = _read_holder(fd)
                 os.close(fd)
-                raise UserError(f"--output_dir {self.path.parent}: in use by another run ({_describe(holder)}); "
-                                "wait for it to end, stop it, or choose another folder") from None
+                raise UserError(
+                    f"--output_dir {self.path.parent}: in use by another run ({_describe(holder)}); "
+                    "wait for it to end, stop it, or choose another folder"
+                ) from None
             # The previous holder unlinks the file on release: if we locked an inode that is no
             # longer at this path, a third process may hold the new file. Try again.
             try:
@@ -84,8 +88,11 @@ class RunLock:
         if holder[1] is not None and holder != me:
             # The flock was free, so its holder has exited (the kernel drops an flock with its
             # process), whatever pid reuse may say since.
-            log.warning("--output_dir %s: taking over a stale lock of a run that is gone (%s)",
-                        self.path.parent, _describe(holder))
+            log.warning(
+                "--output_dir %s: taking over a stale lock of a run that is gone (%s)",
+                self.path.parent,
+                _describe(holder),
+            )
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{me[0]} {me[1]}\n".encode(), 0)
         self._fd = fd

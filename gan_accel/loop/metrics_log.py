@@ -3,6 +3,7 @@
 Step functions return dicts of detached device tensors; this class sums them on the device and
 turns them into numbers only every ``log_every`` steps, so the hot loop has no host sync.
 """
+
 from __future__ import annotations
 
 import json
@@ -31,9 +32,18 @@ def peak_memory_mb(device) -> float:
 
 
 class MetricsLogger:
-    def __init__(self, accelerator, output_dir: Path, total_steps: int, initial_step: int, log_every: int,
-                 unit: str = "img", desc: str = "train", explosion_factor: float = 0.0,
-                 explosion_window: int = 20) -> None:
+    def __init__(
+        self,
+        accelerator,
+        output_dir: Path,
+        total_steps: int,
+        initial_step: int,
+        log_every: int,
+        unit: str = "img",
+        desc: str = "train",
+        explosion_factor: float = 0.0,
+        explosion_window: int = 20,
+    ) -> None:
         self.accelerator = accelerator
         self.path = Path(output_dir) / METRICS_FILE
         self.log_every = log_every
@@ -43,8 +53,14 @@ class MetricsLogger:
         self._samples = 0
         self._t0 = time.perf_counter()
         self.explosions = ExplosionCheck(explosion_factor, explosion_window)
-        self.bar = tqdm(total=total_steps, initial=initial_step, desc=desc, unit="step", dynamic_ncols=True,
-                        disable=not accelerator.is_local_main_process or tqdm_disabled_by_env())
+        self.bar = tqdm(
+            total=total_steps,
+            initial=initial_step,
+            desc=desc,
+            unit="step",
+            dynamic_ncols=True,
+            disable=not accelerator.is_local_main_process or tqdm_disabled_by_env(),
+        )
         self.write_failed = False
 
     def accumulate(self, metrics: Dict[str, Number], samples: int = 0) -> None:
@@ -104,12 +120,17 @@ class MetricsLogger:
             # Only the main process writes: raising here would leave the other ranks waiting in
             # their next collective. Training goes on; checkpoints say for themselves if the disk is full.
             if not self.write_failed:
-                self.bar.write(f"warning: step {step}: could not append to {self.path} ({err}); the run goes on "
-                               "without it, and says so once")
+                self.bar.write(
+                    f"warning: step {step}: could not append to {self.path} ({err}); the run goes on "
+                    "without it, and says so once"
+                )
             self.write_failed = True
         acc.log({k: v for k, v in values.items()}, step=step)
-        short = {k.split("/")[-1] if k.startswith("loss/") else k: v for k, v in values.items()
-                 if k.startswith("loss/") or k.startswith("throughput/")}
+        short = {
+            k.split("/")[-1] if k.startswith("loss/") else k: v
+            for k, v in values.items()
+            if k.startswith("loss/") or k.startswith("throughput/")
+        }
         self.bar.set_postfix({k: f"{v:.3g}" for k, v in short.items()}, refresh=False)
 
     def close(self) -> None:
@@ -151,8 +172,13 @@ class ExplosionCheck:
                 median = max(statistics.median(past), self.FLOOR)
                 exploded = abs(value) > self.factor * median
                 if exploded:
-                    out.append((f"{key} = {value:.3g} is {abs(value) / median:.3g}x the median {median:.3g} of its "
-                                f"last {len(past)} logged values", not self.exploded.get(key, False)))
+                    out.append(
+                        (
+                            f"{key} = {value:.3g} is {abs(value) / median:.3g}x the median {median:.3g} of its "
+                            f"last {len(past)} logged values",
+                            not self.exploded.get(key, False),
+                        )
+                    )
             self.exploded[key] = exploded
             past.append(abs(value))
             del past[: -self.window]

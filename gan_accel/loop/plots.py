@@ -3,6 +3,7 @@
 For users without TensorBoard, ``OUTPUT_DIR/plots/`` is refreshed at every checkpoint and at the
 end of a run; ``scripts/plot_run.py RUN_DIR`` draws it for any run folder.
 """
+
 from __future__ import annotations
 
 import json
@@ -39,14 +40,21 @@ def read_series(metrics_path: Path, warn: Optional[Callable[[str], None]] = None
         if not isinstance(step, (int, float)):
             continue
         for key, value in record.items():
-            if key != "step" and isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+            if (
+                key != "step"
+                and isinstance(value, (int, float))
+                and not isinstance(value, bool)
+                and math.isfinite(value)
+            ):
                 series[key][0].append(step)
                 series[key][1].append(value)
     if undecodable and warn is not None and str(metrics_path) not in _REPORTED_UNDECODABLE:
         _REPORTED_UNDECODABLE.add(str(metrics_path))
         lines = ", ".join(map(str, undecodable[:5])) + (", ..." if len(undecodable) > 5 else "")
-        warn(f"warning: {metrics_path}: skipped {len(undecodable)} line(s) that are not valid UTF-8 (line {lines}); "
-             "plotted the rest")
+        warn(
+            f"warning: {metrics_path}: skipped {len(undecodable)} line(s) that are not valid UTF-8 (line {lines}); "
+            "plotted the rest"
+        )
     return dict(series)
 
 
@@ -138,6 +146,8 @@ def check_run_dir(run_dir: Path) -> Path:
         raise UserError(f"RUN_DIR {run_dir}: no such folder; pass the --output_dir of a training run")
     metrics = run_dir / "metrics.jsonl"
     if not metrics.is_file():
-        raise UserError(f"RUN_DIR {run_dir}: no metrics.jsonl, so not a gan_accel run folder; pass the --output_dir "
-                        "of a training run")
+        raise UserError(
+            f"RUN_DIR {run_dir}: no metrics.jsonl, so not a gan_accel run folder; pass the --output_dir "
+            "of a training run"
+        )
     return metrics

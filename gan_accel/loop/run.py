@@ -17,6 +17,7 @@ a hand-written loop can too::
                 break
     run.finish()                                              # close the bar, end trackers
 """
+
 from __future__ import annotations
 
 import json
@@ -33,10 +34,10 @@ from ..errors import UserError
 from . import hparams
 from .accel import build_accelerator, prepare_output_dir, print_and_save_config
 from .checkpoint import STATE_FILE, CheckpointManager
-from .lock import RunLock
-from .plots import metrics_version, plot_run_safely
 from .guard import NonFiniteGuard
+from .lock import RunLock
 from .metrics_log import METRICS_FILE, MetricsLogger, drop_lines_after
+from .plots import metrics_version, plot_run_safely
 from .signals import GracefulStop
 from .state import TrainState
 from .trackers import init_trackers
@@ -50,9 +51,16 @@ def _tracker_config(config: dict) -> dict:
 
 
 class TrainingRun:
-    def __init__(self, run: RunArguments, config: dict, project: str, accelerator=None,
-                 policy: Optional[Dict[str, str]] = None, outputs: Optional[Sequence[str]] = None,
-                 data_fingerprint: Optional[dict] = None) -> None:
+    def __init__(
+        self,
+        run: RunArguments,
+        config: dict,
+        project: str,
+        accelerator=None,
+        policy: Optional[Dict[str, str]] = None,
+        outputs: Optional[Sequence[str]] = None,
+        data_fingerprint: Optional[dict] = None,
+    ) -> None:
         """``accelerator``: one built earlier with :func:`build_accelerator` (e.g. to read the data
         under ``main_process_first`` before the run folder is touched). ``policy``: each config
         field's resume policy (:func:`gan_accel.config.resume_policy`); ``outputs``: the
@@ -64,8 +72,9 @@ class TrainingRun:
         self.project = project
         self.policy = policy
         self.accelerator = accelerator or build_accelerator(run, project)
-        self.checkpoints = CheckpointManager(self.accelerator, Path(run.output_dir), run.checkpoints_total_limit,
-                                             data_fingerprint)
+        self.checkpoints = CheckpointManager(
+            self.accelerator, Path(run.output_dir), run.checkpoints_total_limit, data_fingerprint
+        )
         # Everything about the checkpoint is checked BEFORE the folder is created or written: a
         # refused resume leaves the run folder exactly as it was (and creates none).
         self.resume_path = self.checkpoints.resolve(run.resume_from_checkpoint)
@@ -78,12 +87,16 @@ class TrainingRun:
         self.lock = RunLock(Path(run.output_dir))
         self.output_dir = prepare_output_dir(self.accelerator, run, self.lock, outputs)
         if self.resume_path is None and run.resume_from_checkpoint == "latest":
-            self.print(f"--resume_from_checkpoint latest: no complete checkpoint in {self.checkpoints.root}; starting fresh")
+            self.print(
+                f"--resume_from_checkpoint latest: no complete checkpoint in {self.checkpoints.root}; starting fresh"
+            )
         if run.trackers:  # before config.json marks the folder as a run's: a tracker that fails leaves it reusable
             init_trackers(self.accelerator, project, _tracker_config(config), self.output_dir)
         print_and_save_config(self.accelerator, config, self.output_dir)
-        self.print(f"accelerator.device: {self.accelerator.device}  processes: {self.accelerator.num_processes}  "
-                   f"mixed_precision: {self.accelerator.mixed_precision}")
+        self.print(
+            f"accelerator.device: {self.accelerator.device}  processes: {self.accelerator.num_processes}  "
+            f"mixed_precision: {self.accelerator.mixed_precision}"
+        )
         self.state = TrainState()
         self.guard = NonFiniteGuard(self.state, run.max_nonfinite_steps, latest_checkpoint=self.checkpoints.latest)
         self.stop = GracefulStop(self.accelerator)
@@ -105,12 +118,16 @@ class TrainingRun:
             raise UserError(f"--resume_from_checkpoint {path}: unreadable {STATE_FILE} ({err})") from None
         other = saved_all.get("project") or self._convert_unrecorded_project(path, saved)
         if other != self.project:
-            raise UserError(f"--resume_from_checkpoint {path}: this is a {other} checkpoint, not a {self.project} one; "
-                            f"resume it with the {other} script or pass a {self.project} checkpoint")
+            raise UserError(
+                f"--resume_from_checkpoint {path}: this is a {other} checkpoint, not a {self.project} one; "
+                f"resume it with the {other} script or pass a {self.project} checkpoint"
+            )
         refused, self.changed_settings = resume_changes(saved, self.config, self.policy)
         if refused:
-            raise UserError(f"--resume_from_checkpoint {path}: the checkpoint was trained with different settings "
-                            f"({'; '.join(refused)}); use the original values or start a new --output_dir")
+            raise UserError(
+                f"--resume_from_checkpoint {path}: the checkpoint was trained with different settings "
+                f"({'; '.join(refused)}); use the original values or start a new --output_dir"
+            )
 
     def _convert_unrecorded_project(self, path: Path, saved: dict) -> str:
         """The task of a checkpoint written before checkpoints recorded it: this run's, when every
@@ -118,16 +135,25 @@ class TrainingRun:
         one does not have); the next checkpoint records it."""
         foreign = sorted({RENAMED_FIELDS.get(k, k) for k in saved} - set(self.config))
         if foreign:
-            raise UserError(f"--resume_from_checkpoint {path}: not a {self.project} checkpoint (it has settings "
-                            f"{', '.join(foreign[:4])} that {self.project} runs do not); resume it with the script "
-                            "that wrote it")
+            raise UserError(
+                f"--resume_from_checkpoint {path}: not a {self.project} checkpoint (it has settings "
+                f"{', '.join(foreign[:4])} that {self.project} runs do not); resume it with the script "
+                "that wrote it"
+            )
         return self.project
 
     def make_logger(self, total_steps: int, unit: str, desc: str) -> MetricsLogger:
-        self.logger = MetricsLogger(self.accelerator, self.output_dir, total_steps, self.state.step,
-                                    self.args.log_every, unit=unit, desc=desc,
-                                    explosion_factor=self.args.loss_explosion_factor,
-                                    explosion_window=self.args.loss_explosion_window)
+        self.logger = MetricsLogger(
+            self.accelerator,
+            self.output_dir,
+            total_steps,
+            self.state.step,
+            self.args.log_every,
+            unit=unit,
+            desc=desc,
+            explosion_factor=self.args.loss_explosion_factor,
+            explosion_window=self.args.loss_explosion_window,
+        )
         return self.logger
 
     # ---- checkpoints ---------------------------------------------------------------------
@@ -141,11 +167,18 @@ class TrainingRun:
             self.print(self.data_note)
         if self.changed_settings:
             hparams.reapply(self.accelerator, fresh)
-            self.print(f"warning: resuming with changed settings ({'; '.join(self.changed_settings)}): the run is "
-                       "no longer equivalent to an uninterrupted one")
+            self.print(
+                f"warning: resuming with changed settings ({'; '.join(self.changed_settings)}): the run is "
+                "no longer equivalent to an uninterrupted one"
+            )
         if saved.get("num_processes") != self.accelerator.num_processes:
-            log.warning("checkpoint %s was written by %s processes, resuming with %d: the data order differs from "
-                        "an uninterrupted run", self.resume_path, saved.get("num_processes"), self.accelerator.num_processes)
+            log.warning(
+                "checkpoint %s was written by %s processes, resuming with %d: the data order differs from "
+                "an uninterrupted run",
+                self.resume_path,
+                saved.get("num_processes"),
+                self.accelerator.num_processes,
+            )
         restored = TrainState.from_dict(saved.get("state", {}))
         for key, value in restored.to_dict().items():
             setattr(self.state, key, value)
@@ -155,14 +188,20 @@ class TrainingRun:
         step = self.state.step
         dropped = drop_lines_after(self.output_dir / METRICS_FILE, step) if self.accelerator.is_main_process else 0
         if dropped:
-            self.print(f"{METRICS_FILE}: {dropped} lines logged after step {step} (before the interruption) moved "
-                       f"to {METRICS_FILE}.dropped: this run logs those steps again")
+            self.print(
+                f"{METRICS_FILE}: {dropped} lines logged after step {step} (before the interruption) moved "
+                f"to {METRICS_FILE}.dropped: this run logs those steps again"
+            )
         return True
 
     def save(self, write_extra: Optional[Callable[[Path], None]] = None) -> Path:
         self.guard.check()  # counts into the state saved below (and stop rather than save a diverged run)
-        payload = {"state": self.state.to_dict(), "config": self.config, "project": self.project,
-                   "num_processes": self.accelerator.num_processes}
+        payload = {
+            "state": self.state.to_dict(),
+            "config": self.config,
+            "project": self.project,
+            "num_processes": self.accelerator.num_processes,
+        }
         path = self.checkpoints.save(self.state.step, payload, write_extra)
         self.print(f"Saved checkpoint {path}")
         self.plot(at_checkpoint=True)

@@ -4,6 +4,7 @@ The README tells users to put their own things next to a run (``png/``, ``grid.p
 notes); overwriting a run must not delete them. Only the names a task declares
 (:class:`gan_accel.runner.Output`, plus what every run writes) are removed.
 """
+
 from __future__ import annotations
 
 import shutil

@@ -1,4 +1,5 @@
 """Graceful stop on SIGINT/SIGTERM: finish the step, checkpoint, exit; a second signal exits now."""
+
 from __future__ import annotations
 
 import os
@@ -28,12 +29,20 @@ class GracefulStop:
     def _handle(self, signum, frame) -> None:
         if self.requested:
             # Second signal: the user means it. Exit at once, without a checkpoint.
-            print(f"\nSecond {signal.Signals(signum).name}: exiting immediately without a checkpoint.", file=sys.stderr, flush=True)
+            print(
+                f"\nSecond {signal.Signals(signum).name}: exiting immediately without a checkpoint.",
+                file=sys.stderr,
+                flush=True,
+            )
             os._exit(128 + signum)
         self.requested = True
         self.signum = signum
-        print(f"\n{signal.Signals(signum).name} received: finishing this step, saving a checkpoint, then exiting "
-              "(send it again to exit at once).", file=sys.stderr, flush=True)
+        print(
+            f"\n{signal.Signals(signum).name} received: finishing this step, saving a checkpoint, then exiting "
+            "(send it again to exit at once).",
+            file=sys.stderr,
+            flush=True,
+        )
 
     def __enter__(self) -> "GracefulStop":
         if threading.current_thread() is threading.main_thread():

@@ -5,6 +5,7 @@ Accelerate drops a requested tracker whose package is missing with only a debug 
 run asked to log to MLflow would silently log nowhere; here a tracker named and not installed is
 an error before anything is written, naming the package to install.
 """
+
 from __future__ import annotations
 
 import os
@@ -14,11 +15,20 @@ from ..errors import ConfigError, UserError
 
 # --report_to name (Accelerate's LoggerType) -> the pip package that provides it.
 TRACKER_PACKAGES = {
-    "tensorboard": "tensorboard", "wandb": "wandb", "mlflow": "mlflow", "aim": "aim", "comet_ml": "comet-ml",
-    "clearml": "clearml", "dvclive": "dvclive", "swanlab": "swanlab", "trackio": "trackio",
+    "tensorboard": "tensorboard",
+    "wandb": "wandb",
+    "mlflow": "mlflow",
+    "aim": "aim",
+    "comet_ml": "comet-ml",
+    "clearml": "clearml",
+    "dvclive": "dvclive",
+    "swanlab": "swanlab",
+    "trackio": "trackio",
 }
-REPORT_TO_HELP = ("Experiment trackers, besides OUTPUT_DIR/metrics.jsonl: none, all (every installed one), or a "
-                  f"comma-separated list of {', '.join(TRACKER_PACKAGES)}.")
+REPORT_TO_HELP = (
+    "Experiment trackers, besides OUTPUT_DIR/metrics.jsonl: none, all (every installed one), or a "
+    f"comma-separated list of {', '.join(TRACKER_PACKAGES)}."
+)
 
 
 def installed_trackers() -> list:
@@ -40,14 +50,18 @@ def parse_report_to(value: str) -> list:
     unknown = [n for n in names if n not in TRACKER_PACKAGES]
     if unknown or "none" in names or "all" in names:
         bad = ", ".join(unknown) or "none/all inside a list"
-        raise ConfigError(f"--report_to {value}: unknown tracker {bad}; use none, all or a comma-separated list of "
-                          f"{', '.join(TRACKER_PACKAGES)}")
+        raise ConfigError(
+            f"--report_to {value}: unknown tracker {bad}; use none, all or a comma-separated list of "
+            f"{', '.join(TRACKER_PACKAGES)}"
+        )
     available = installed_trackers()
     missing = [n for n in names if n not in available]
     if missing:
         packages = " ".join(TRACKER_PACKAGES[n] for n in missing)
-        raise ConfigError(f"--report_to {value}: {', '.join(missing)} is not installed; pip install {packages} "
-                          "(or choose another tracker)")
+        raise ConfigError(
+            f"--report_to {value}: {', '.join(missing)} is not installed; pip install {packages} "
+            "(or choose another tracker)"
+        )
     return list(dict.fromkeys(names))
 
 
@@ -82,8 +96,10 @@ def init_trackers(accelerator, project: str, config: dict, output_dir: Path) -> 
         except Exception as err:  # noqa: BLE001  # login, server and permission errors of nine packages
             reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
             hint = "; for W&B without an account set WANDB_MODE=offline" if "wandb" in names else ""
-            error = (f"--report_to {','.join(names)}: a tracker could not start ({reason}){hint}; "
-                     "or choose another --report_to")
+            error = (
+                f"--report_to {','.join(names)}: a tracker could not start ({reason}){hint}; "
+                "or choose another --report_to"
+            )
     if accelerator.num_processes > 1:
         from accelerate.utils import broadcast_object_list
 

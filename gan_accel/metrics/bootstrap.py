@@ -17,6 +17,7 @@ minus the value on the original sample), the bias-corrected percentile interval.
 
 Features are reused; no image is generated or passed through a network again.
 """
+
 from __future__ import annotations
 
 from typing import Dict, List, Optional
@@ -27,8 +28,8 @@ from torchmetrics.image.kid import poly_mmd
 
 BOOTSTRAP_RESAMPLES = 20
 BOOTSTRAP_LEVEL = 0.95
-PER_FAKE_TERMS = ("precision", "density")   # averaged over the fakes; recall and coverage over the reals
-KID_BOOTSTRAP_SUBSETS = 2   # per resample: the resampling already spreads the values, and each costs ~20 ms
+PER_FAKE_TERMS = ("precision", "density")  # averaged over the fakes; recall and coverage over the reals
+KID_BOOTSTRAP_SUBSETS = 2  # per resample: the resampling already spreads the values, and each costs ~20 ms
 
 
 def mean_and_covariance(features: torch.Tensor):
@@ -43,8 +44,9 @@ def frechet_distance(real_stats, fake: torch.Tensor) -> float:
     return float(_compute_fid(fake_mean, fake_cov, real_stats[0], real_stats[1]))
 
 
-def kernel_distance(real: torch.Tensor, fake: torch.Tensor, subset_size: int, subsets: int,
-                    generator: torch.Generator) -> float:
+def kernel_distance(
+    real: torch.Tensor, fake: torch.Tensor, subset_size: int, subsets: int, generator: torch.Generator
+) -> float:
     """KID (cubic polynomial kernel MMD) averaged over random subsets drawn with ``generator``."""
     values = []
     for _ in range(subsets):
@@ -69,9 +71,15 @@ def bias_corrected_interval(values: List[float], estimate: float, level: float =
     return [low - bias, high - bias]
 
 
-def bootstrap_intervals(real: torch.Tensor, fake: torch.Tensor, per_sample: Optional[Dict[str, torch.Tensor]] = None,
-                        kid_subset_size: int = 100, resamples: int = BOOTSTRAP_RESAMPLES,
-                        level: float = BOOTSTRAP_LEVEL, seed: int = 0) -> Dict[str, List[float]]:
+def bootstrap_intervals(
+    real: torch.Tensor,
+    fake: torch.Tensor,
+    per_sample: Optional[Dict[str, torch.Tensor]] = None,
+    kid_subset_size: int = 100,
+    resamples: int = BOOTSTRAP_RESAMPLES,
+    level: float = BOOTSTRAP_LEVEL,
+    seed: int = 0,
+) -> Dict[str, List[float]]:
     """``{"fid": [low, high], "kid": ..., "precision": ..., ...}``.
 
     real:       the FID/KID reference features ``[N, D]``.
@@ -80,13 +88,15 @@ def bootstrap_intervals(real: torch.Tensor, fake: torch.Tensor, per_sample: Opti
     Empty when ``resamples`` is 0. Runs on its own generator: the caller's RNG does not move.
     """
     if resamples <= 0 or not torch.isfinite(fake).all():
-        return {}   # non-finite features: FID's eigenvalue solver would crash (see FeatureDistance.score)
+        return {}  # non-finite features: FID's eigenvalue solver would crash (see FeatureDistance.score)
     generator = torch.Generator().manual_seed(seed)
     real_stats = mean_and_covariance(real)
     subset_size = min(kid_subset_size, real.shape[0], fake.shape[0])
     estimate_generator = torch.Generator().manual_seed(seed)
-    estimates = {"fid": frechet_distance(real_stats, fake),
-                 "kid": kernel_distance(real, fake, subset_size, KID_BOOTSTRAP_SUBSETS, estimate_generator)}
+    estimates = {
+        "fid": frechet_distance(real_stats, fake),
+        "kid": kernel_distance(real, fake, subset_size, KID_BOOTSTRAP_SUBSETS, estimate_generator),
+    }
     estimates.update({name: float(terms.mean()) for name, terms in (per_sample or {}).items()})
     draws: Dict[str, List[float]] = {"fid": [], "kid": []}
     for _ in range(resamples):

@@ -4,6 +4,7 @@ Cache files are keyed by everything that changes their content (dataset, image s
 a hash of the pixels and labels, the split, the settings that built them), so a stale file is
 never reused: a changed input gives a new file name instead.
 """
+
 from __future__ import annotations
 
 import hashlib

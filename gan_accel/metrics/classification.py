@@ -1,4 +1,5 @@
 """Accuracy and macro F1 for a classifier's predictions, computed by torchmetrics."""
+
 from __future__ import annotations
 
 from typing import Dict

@@ -14,6 +14,7 @@ Definitions (stated here because every paper picks its own):
 - conditional accuracy (conditional generators): share of images whose predicted class equals
   the class they were generated for.
 """
+
 from __future__ import annotations
 
 from typing import Dict, List
@@ -30,8 +31,13 @@ def class_histogram(preds: torch.Tensor, num_classes: int) -> torch.Tensor:
     return counts / counts.sum().clamp_min(1.0)
 
 
-def class_coverage(preds: torch.Tensor, real_labels: torch.Tensor, num_classes: int,
-                   min_share_ratio: float = COVERAGE_MIN_SHARE_RATIO, eps: float = KL_EPS) -> Dict[str, object]:
+def class_coverage(
+    preds: torch.Tensor,
+    real_labels: torch.Tensor,
+    num_classes: int,
+    min_share_ratio: float = COVERAGE_MIN_SHARE_RATIO,
+    eps: float = KL_EPS,
+) -> Dict[str, object]:
     """Coverage figures of generated images' predicted classes against the real label distribution.
 
     Returns ``{"histogram": list of floats, "classes_covered": int, "num_classes": int, "kl": float}``.
@@ -42,7 +48,7 @@ def class_coverage(preds: torch.Tensor, real_labels: torch.Tensor, num_classes: 
     p_real = class_histogram(real_labels, num_classes)
     covered = int(((p_gen >= min_share_ratio * p_real) & (p_real > 0)).sum())
     q = (p_gen + eps) / (p_gen + eps).sum()
-    present = p_real > 0   # 0 * log(0 / q) = 0 by convention
+    present = p_real > 0  # 0 * log(0 / q) = 0 by convention
     kl = float((p_real[present] * (p_real[present] / q[present]).log()).sum())
     histogram: List[float] = p_gen.tolist()
     return {"histogram": histogram, "classes_covered": covered, "num_classes": num_classes, "kl": kl}

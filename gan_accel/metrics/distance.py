@@ -7,6 +7,7 @@ evaluation loop needs around them: the real reference is fed once and kept acros
 network runs once per batch for both metrics, and KID's random subsets are seeded without moving
 the caller's RNG.
 """
+
 from __future__ import annotations
 
 import warnings
@@ -17,7 +18,7 @@ import torch.nn as nn
 from torchmetrics.image.fid import FrechetInceptionDistance
 from torchmetrics.image.kid import KernelInceptionDistance
 
-KID_SUBSET_SIZE = 1000   # the usual KID subset size (Binkowski et al.), reduced for small sets
+KID_SUBSET_SIZE = 1000  # the usual KID subset size (Binkowski et al.), reduced for small sets
 
 
 class _OncePerBatch(nn.Module):
@@ -27,7 +28,7 @@ class _OncePerBatch(nn.Module):
     def __init__(self, net: nn.Module) -> None:
         super().__init__()
         self.net = net
-        self.num_features = net.num_features   # read by FID instead of running a dummy image
+        self.num_features = net.num_features  # read by FID instead of running a dummy image
         self._last: Optional[tuple] = None
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -58,8 +59,9 @@ class FeatureDistance:
     seed:        seeds KID's subset sampling, so a repeated call on the same images gives the same value.
     """
 
-    def __init__(self, features: nn.Module, kid_subsets: int = 50, seed: int = 0,
-                 device: Optional[torch.device] = None) -> None:
+    def __init__(
+        self, features: nn.Module, kid_subsets: int = 50, seed: int = 0, device: Optional[torch.device] = None
+    ) -> None:
         self.device = torch.device(device or "cpu")
         self.features = _OncePerBatch(features)
         self.seed = seed
@@ -70,7 +72,9 @@ class FeatureDistance:
         with warnings.catch_warnings():
             # "KID will save all extracted features in buffer": expected, our sets are small.
             warnings.simplefilter("ignore", UserWarning)
-            self.kid = KernelInceptionDistance(subsets=kid_subsets, subset_size=KID_SUBSET_SIZE, **common).to(self.device)
+            self.kid = KernelInceptionDistance(subsets=kid_subsets, subset_size=KID_SUBSET_SIZE, **common).to(
+                self.device
+            )
         self.num_real = 0
 
     @torch.no_grad()
@@ -125,7 +129,7 @@ class FeatureDistance:
         """``{"fid", "kid_mean", "kid_std", "num_images"}`` of the images in ``batches`` against the reference."""
         if self.num_real < 2:
             raise RuntimeError("FeatureDistance.score needs a reference: call set_reference first")
-        self.fid.reset()   # keeps the real side (reset_real_features=False)
+        self.fid.reset()  # keeps the real side (reset_real_features=False)
         self.kid.reset()
         n = sum(self._update(b, real=False) for b in batches)
         if n < 2:

@@ -5,6 +5,7 @@ for FID/KID when no Inception weights are at hand, and its predictions on genera
 class coverage. It is only as good as its held-out accuracy, which is reported with every result
 and must reach a stated threshold before its features are used.
 """
+
 from __future__ import annotations
 
 import logging
@@ -38,10 +39,13 @@ class DomainClassifier(nn.Module):
             return [nn.Conv2d(c_in, c_out, 3, padding=1, bias=False), nn.BatchNorm2d(c_out), nn.ReLU(inplace=True)]
 
         self.body = nn.Sequential(
-            *block(channels, width), nn.MaxPool2d(2),
-            *block(width, 2 * width), nn.MaxPool2d(2),
+            *block(channels, width),
+            nn.MaxPool2d(2),
+            *block(width, 2 * width),
+            nn.MaxPool2d(2),
             *block(2 * width, 4 * width),
-            nn.AdaptiveAvgPool2d(1), nn.Flatten(),
+            nn.AdaptiveAvgPool2d(1),
+            nn.Flatten(),
         )
         self.num_features = 4 * width
         self.head = nn.Linear(self.num_features, num_classes)
@@ -58,16 +62,17 @@ class DomainClassifier(nn.Module):
 class DomainTrainSettings:
     """How the classifier is trained (all part of its cache key)."""
 
-    epochs: int = 5                 # passes over the training split (capped at max_train_images)
-    batch_size: int = 32            # small batches: more steps for the same compute on small sets
-    lr: float = 2e-3                # Adam; cosine-decayed to 0 over the run
-    max_train_images: int = 20000   # bounds the one-off training time on CPU for MNIST-sized data
-    width: int = 32                 # channels of the first conv block (features = 4 * width)
+    epochs: int = 5  # passes over the training split (capped at max_train_images)
+    batch_size: int = 32  # small batches: more steps for the same compute on small sets
+    lr: float = 2e-3  # Adam; cosine-decayed to 0 over the run
+    max_train_images: int = 20000  # bounds the one-off training time on CPU for MNIST-sized data
+    width: int = 32  # channels of the first conv block (features = 4 * width)
     seed: int = 0
 
 
-def train_domain_classifier(images: torch.Tensor, labels: torch.Tensor, num_classes: int,
-                            settings: DomainTrainSettings, device: torch.device) -> DomainClassifier:
+def train_domain_classifier(
+    images: torch.Tensor, labels: torch.Tensor, num_classes: int, settings: DomainTrainSettings, device: torch.device
+) -> DomainClassifier:
     """Train on uint8 ``images [N, C, H, W]`` and int64 ``labels [N]``; returns the model in eval mode.
 
     Runs inside its own RNG scope so that calling it mid-training does not move the trainer's
@@ -84,8 +89,13 @@ def train_domain_classifier(images: torch.Tensor, labels: torch.Tensor, num_clas
         model.train()
         # A one-off training of about a minute on CPU: a bar (on stderr, like training's) shows it
         # is working rather than hung.
-        with tqdm(total=settings.epochs * steps_per_epoch, desc="domain classifier (one-off, cached)", unit="step",
-                  leave=False, dynamic_ncols=True) as bar:
+        with tqdm(
+            total=settings.epochs * steps_per_epoch,
+            desc="domain classifier (one-off, cached)",
+            unit="step",
+            leave=False,
+            dynamic_ncols=True,
+        ) as bar:
             for _ in range(settings.epochs):
                 for idx in torch.randperm(n, generator=gen).split(settings.batch_size):
                     x = to_float_images(images[idx]).to(device)
@@ -102,8 +112,10 @@ def train_domain_classifier(images: torch.Tensor, labels: torch.Tensor, num_clas
 @torch.no_grad()
 def predict(model: nn.Module, images_u8: torch.Tensor, device: torch.device, batch_size: int = 512) -> torch.Tensor:
     """Predicted classes (int64, CPU) for uint8 images."""
-    out = [model(to_float_images(images_u8[i : i + batch_size]).to(device)).argmax(1).cpu()
-           for i in range(0, images_u8.shape[0], batch_size)]
+    out = [
+        model(to_float_images(images_u8[i : i + batch_size]).to(device)).argmax(1).cpu()
+        for i in range(0, images_u8.shape[0], batch_size)
+    ]
     return torch.cat(out)
 
 
@@ -112,7 +124,7 @@ class DomainModel:
     """A trained classifier with its held-out scores and the key its cache file is named by."""
 
     classifier: DomainClassifier
-    accuracy: float                 # on the held-out split, never seen in training
+    accuracy: float  # on the held-out split, never seen in training
     f1_macro: float
     key: str
 
@@ -126,17 +138,26 @@ class DomainModel:
             )
 
 
-def load_or_train_domain_model(real: ImageData, train_idx: torch.Tensor, heldout_idx: torch.Tensor, cache_dir: Path,
-                               settings: DomainTrainSettings = DomainTrainSettings(),
-                               device: Optional[torch.device] = None) -> DomainModel:
+def load_or_train_domain_model(
+    real: ImageData,
+    train_idx: torch.Tensor,
+    heldout_idx: torch.Tensor,
+    cache_dir: Path,
+    settings: DomainTrainSettings = DomainTrainSettings(),
+    device: Optional[torch.device] = None,
+) -> DomainModel:
     """The classifier for ``real``, loaded from ``cache_dir/domain/`` or trained and saved there."""
     if real.labels is None:
-        raise UserError(f"--feature_extractor domain needs labelled data, but {real.name or 'the dataset'} has no labels "
-                        "(for a folder: one sub-folder per class); use --feature_extractor inception")
+        raise UserError(
+            f"--feature_extractor domain needs labelled data, but {real.name or 'the dataset'} has no labels "
+            "(for a folder: one sub-folder per class); use --feature_extractor inception"
+        )
     if real.num_classes < 2:
         raise UserError(f"the domain classifier needs at least 2 classes; {real.name} has {real.num_classes}")
     device = torch.device(device or "cpu")
-    key = settings_key(version=DOMAIN_VERSION, data=data_fingerprint(real), split=tensor_hash(heldout_idx), **asdict(settings))
+    key = settings_key(
+        version=DOMAIN_VERSION, data=data_fingerprint(real), split=tensor_hash(heldout_idx), **asdict(settings)
+    )
     path = cache_dir / "domain" / f"{_safe(real.name)}-{real.images.shape[-1]}px-{real.channels}ch-{key}.pt"
     cached = load_cached(path)
     classifier = DomainClassifier(real.channels, real.num_classes, settings.width)
@@ -147,7 +168,9 @@ def load_or_train_domain_model(real: ImageData, train_idx: torch.Tensor, heldout
 
     fit_idx = train_idx[: settings.max_train_images]
     log.info("training the domain classifier on %d %s images (cached afterwards in %s)", len(fit_idx), real.name, path)
-    classifier = train_domain_classifier(real.images[fit_idx], real.labels[fit_idx], real.num_classes, settings, device)
+    classifier = train_domain_classifier(
+        real.images[fit_idx], real.labels[fit_idx], real.num_classes, settings, device
+    )
     preds = predict(classifier, real.images[heldout_idx], device)
     scores = classification_metrics(preds, real.labels[heldout_idx], real.num_classes)
     state = {k: v.cpu() for k, v in classifier.state_dict().items()}

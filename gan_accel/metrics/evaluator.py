@@ -7,13 +7,13 @@ held-out real images). :meth:`GANEvaluator.evaluate` then only samples the gener
 features and computes, which is cheap enough to run every few hundred training steps on a CPU
 with the domain extractor.
 """
+
 from __future__ import annotations
 
 import contextlib
 import json
 import logging
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Dict, Iterator, List, Optional, Tuple
 
 import torch
@@ -43,19 +43,19 @@ class EvalResult:
 
     fid: float
     kid_mean: float
-    kid_std: float                      # across KID's random subsets
-    fid_floor: float                    # real training subset vs held-out real images, num_floor each
+    kid_std: float  # across KID's random subsets
+    fid_floor: float  # real training subset vs held-out real images, num_floor each
     kid_floor_mean: float
     kid_floor_std: float
     num_generated: int
-    num_reference: int                  # real training images behind the reference statistics
+    num_reference: int  # real training images behind the reference statistics
     num_floor: int
     feature_extractor: str
-    classifier_accuracy: Optional[float] = None   # domain classifier, held-out split
+    classifier_accuracy: Optional[float] = None  # domain classifier, held-out split
     classifier_f1_macro: Optional[float] = None
-    classes_covered: Optional[int] = None         # see gan_accel.metrics.coverage for the rule
+    classes_covered: Optional[int] = None  # see gan_accel.metrics.coverage for the rule
     num_classes: Optional[int] = None
-    coverage_kl: Optional[float] = None           # KL(real || generated), eps-smoothed
+    coverage_kl: Optional[float] = None  # KL(real || generated), eps-smoothed
     class_histogram: Optional[List[float]] = None
     conditional_accuracy: Optional[float] = None  # conditional generators only
     # The like-for-like comparison with the floor: the first num_floor generated images against
@@ -100,8 +100,10 @@ def format_result(result: EvalResult) -> str:
         f"FID {result.fid_at_floor_size:.4f}  KID {result.kid_at_floor_size_mean:.5f}",
     ]
     if result.classes_covered is not None:
-        lines.append(f"coverage: {result.classes_covered}/{result.num_classes} classes, KL(real||gen) {result.coverage_kl:.4f}; "
-                     f"domain classifier held-out accuracy {result.classifier_accuracy:.4f}")
+        lines.append(
+            f"coverage: {result.classes_covered}/{result.num_classes} classes, KL(real||gen) {result.coverage_kl:.4f}; "
+            f"domain classifier held-out accuracy {result.classifier_accuracy:.4f}"
+        )
     if result.conditional_accuracy is not None:
         lines.append(f"conditional accuracy: {result.conditional_accuracy:.4f}")
     if result.precision is not None:
@@ -116,8 +118,9 @@ def format_result(result: EvalResult) -> str:
         level = result.protocol.get("bootstrap", {}).get("level", BOOTSTRAP_LEVEL)
         fid_low, fid_high = result.intervals["fid"]
         kid_low, kid_high = result.intervals["kid"]
-        lines.append(f"{level:.0%} bootstrap interval: FID [{fid_low:.4f}, {fid_high:.4f}]  "
-                     f"KID [{kid_low:.5f}, {kid_high:.5f}]")
+        lines.append(
+            f"{level:.0%} bootstrap interval: FID [{fid_low:.4f}, {fid_high:.4f}]  KID [{kid_low:.5f}, {kid_high:.5f}]"
+        )
     return "\n".join(lines)
 
 
@@ -143,16 +146,30 @@ class GANEvaluator:
     k_density_coverage:      k of the k-NN balls of density and coverage.
     """
 
-    def __init__(self, real: ImageData, feature_extractor: str = "domain", num_images: int = 1000,
-                 cache_dir: Optional[str] = None, device: Optional[str] = None, seed: int = 0, batch_size: int = 250,
-                 inception_weights: Optional[str] = None, min_classifier_accuracy: float = 0.9,
-                 heldout_fraction: float = 0.2, max_reference_images: int = 10000, kid_subsets: int = 50,
-                 coverage_min_share_ratio: float = COVERAGE_MIN_SHARE_RATIO,
-                 classifier: DomainTrainSettings = DomainTrainSettings(),
-                 bootstrap_resamples: int = BOOTSTRAP_RESAMPLES, k_precision_recall: int = K_PRECISION_RECALL,
-                 k_density_coverage: int = K_DENSITY_COVERAGE) -> None:
+    def __init__(
+        self,
+        real: ImageData,
+        feature_extractor: str = "domain",
+        num_images: int = 1000,
+        cache_dir: Optional[str] = None,
+        device: Optional[str] = None,
+        seed: int = 0,
+        batch_size: int = 250,
+        inception_weights: Optional[str] = None,
+        min_classifier_accuracy: float = 0.9,
+        heldout_fraction: float = 0.2,
+        max_reference_images: int = 10000,
+        kid_subsets: int = 50,
+        coverage_min_share_ratio: float = COVERAGE_MIN_SHARE_RATIO,
+        classifier: DomainTrainSettings = DomainTrainSettings(),
+        bootstrap_resamples: int = BOOTSTRAP_RESAMPLES,
+        k_precision_recall: int = K_PRECISION_RECALL,
+        k_density_coverage: int = K_DENSITY_COVERAGE,
+    ) -> None:
         if feature_extractor not in FEATURE_EXTRACTORS:
-            raise UserError(f"--feature_extractor must be one of {', '.join(FEATURE_EXTRACTORS)}; got {feature_extractor!r}")
+            raise UserError(
+                f"--feature_extractor must be one of {', '.join(FEATURE_EXTRACTORS)}; got {feature_extractor!r}"
+            )
         if num_images < 2:
             raise UserError(f"--num_images must be >= 2; got {num_images}")
         self.real = real
@@ -183,9 +200,13 @@ class GANEvaluator:
         ref_idx = train_idx[:max_reference_images]
         self.reference_idx = ref_idx
         self.protocol_base = dict(
-            feature_extractor=feature_extractor, feature_weights_sha256=weights_sha256(features),
-            **real_data_protocol(real, len(train_idx), fingerprint), seed=seed, k_precision_recall=k_precision_recall,
-            k_density_coverage=k_density_coverage, bootstrap_resamples=bootstrap_resamples,
+            feature_extractor=feature_extractor,
+            feature_weights_sha256=weights_sha256(features),
+            **real_data_protocol(real, len(train_idx), fingerprint),
+            seed=seed,
+            k_precision_recall=k_precision_recall,
+            k_density_coverage=k_density_coverage,
+            bootstrap_resamples=bootstrap_resamples,
             bootstrap_level=BOOTSTRAP_LEVEL,
         )
         self.distance = FeatureDistance(features, kid_subsets, seed, self.device)
@@ -198,17 +219,21 @@ class GANEvaluator:
 
     # -- built once ---------------------------------------------------------------------------
 
-    def _domain_model(self, train_idx: torch.Tensor, heldout_idx: torch.Tensor, min_accuracy: float,
-                      settings: DomainTrainSettings) -> Optional[DomainModel]:
+    def _domain_model(
+        self, train_idx: torch.Tensor, heldout_idx: torch.Tensor, min_accuracy: float, settings: DomainTrainSettings
+    ) -> Optional[DomainModel]:
         """The classifier (features and/or coverage), or None for unlabelled data with Inception."""
         if self.real.labels is None and self.feature_extractor == "inception":
-            return None   # no labels: no coverage, FID/KID only
+            return None  # no labels: no coverage, FID/KID only
         domain = load_or_train_domain_model(self.real, train_idx, heldout_idx, self.cache_dir, settings, self.device)
         if self.feature_extractor == "domain":
             domain.require_accuracy(min_accuracy, self.real.name)
         elif domain.accuracy < min_accuracy:
-            log.warning("domain classifier held-out accuracy %.3f < %s: class coverage is not reported",
-                        domain.accuracy, min_accuracy)
+            log.warning(
+                "domain classifier held-out accuracy %.3f < %s: class coverage is not reported",
+                domain.accuracy,
+                min_accuracy,
+            )
             return None
         return domain
 
@@ -216,8 +241,9 @@ class GANEvaluator:
         for chunk in idx.split(self.batch_size):
             yield to_float_images(self.real.images[chunk])
 
-    def _load_or_set_reference(self, distance: FeatureDistance, idx: torch.Tensor, features_key: str,
-                               fingerprint: str) -> None:
+    def _load_or_set_reference(
+        self, distance: FeatureDistance, idx: torch.Tensor, features_key: str, fingerprint: str
+    ) -> None:
         key = settings_key(features=features_key, data=fingerprint, idx=tensor_hash(idx))
         path = self.cache_dir / "reference" / f"{key}.pt"
         state = load_cached(path)
@@ -227,13 +253,25 @@ class GANEvaluator:
         distance.set_reference(self._real_batches(idx))
         save_atomic(distance.reference_state(), path)
 
-    def _floor(self, features: nn.Module, train_idx: torch.Tensor, heldout_idx: torch.Tensor, kid_subsets: int,
-               fingerprint: str) -> Dict[str, float]:
+    def _floor(
+        self,
+        features: nn.Module,
+        train_idx: torch.Tensor,
+        heldout_idx: torch.Tensor,
+        kid_subsets: int,
+        fingerprint: str,
+    ) -> Dict[str, float]:
         """FID/KID between ``n`` real training images and ``n`` held-out ones: what a generator that
         draws fresh real images would score at this sample size."""
         n = min(self.num_images, len(heldout_idx), len(train_idx))
-        key = settings_key(features=features.cache_key, data=fingerprint, train=tensor_hash(train_idx[:n]),
-                           heldout=tensor_hash(heldout_idx[:n]), kid_subsets=kid_subsets, seed=self.seed)
+        key = settings_key(
+            features=features.cache_key,
+            data=fingerprint,
+            train=tensor_hash(train_idx[:n]),
+            heldout=tensor_hash(heldout_idx[:n]),
+            kid_subsets=kid_subsets,
+            seed=self.seed,
+        )
         path = self.cache_dir / "floor" / f"{key}.pt"
         cached = load_cached(path)
         if cached is not None:
@@ -259,8 +297,11 @@ class GANEvaluator:
         conditioned on (None for unconditional G). The latent codes come from a generator seeded
         with ``seed``, so every call sees the same z."""
         num_classes = int(getattr(G, "num_classes", 0) or 0)
-        probs = self.label_probs if self.label_probs is not None and len(self.label_probs) == num_classes \
+        probs = (
+            self.label_probs
+            if self.label_probs is not None and len(self.label_probs) == num_classes
             else torch.full((max(num_classes, 1),), 1.0 / max(num_classes, 1), dtype=torch.float64)
+        )
         g_device = next((p.device for p in G.parameters()), self.device)
         gen = torch.Generator().manual_seed(self.seed)
         for start in range(0, self.num_images, self.batch_size):
@@ -273,8 +314,10 @@ class GANEvaluator:
                 y = None
                 x = G(z)
             if x.shape[1:] != self.real.images.shape[1:]:
-                raise UserError(f"the generator makes images of shape {tuple(x.shape[1:])} but the real data is "
-                                f"{tuple(self.real.images.shape[1:])}; pass the --image_size/--channels it was trained with")
+                raise UserError(
+                    f"the generator makes images of shape {tuple(x.shape[1:])} but the real data is "
+                    f"{tuple(self.real.images.shape[1:])}; pass the --image_size/--channels it was trained with"
+                )
             yield x.float().clamp(-1.0, 1.0), y
 
     @contextlib.contextmanager
@@ -282,12 +325,16 @@ class GANEvaluator:
         """G in eval mode and the RNG seeded, both restored afterwards: every sampling of G by this
         evaluator draws the same images and leaves the caller's random streams where they were."""
         g_device = next((p.device for p in G.parameters()), self.device)
-        cuda = [g_device.index if g_device.index is not None else torch.cuda.current_device()] if g_device.type == "cuda" else []
+        cuda = (
+            [g_device.index if g_device.index is not None else torch.cuda.current_device()]
+            if g_device.type == "cuda"
+            else []
+        )
         was_training = G.training
         G.eval()
         try:
             with torch.random.fork_rng(devices=cuda):
-                torch.manual_seed(self.seed)   # for generators that draw their own noise (e.g. noise inputs)
+                torch.manual_seed(self.seed)  # for generators that draw their own noise (e.g. noise inputs)
                 yield
         finally:
             G.train(was_training)
@@ -310,7 +357,7 @@ class GANEvaluator:
         is untouched (the evaluation runs in a forked RNG)."""
         preds: List[torch.Tensor] = []
         conds: List[torch.Tensor] = []
-        first: List[torch.Tensor] = []   # the first num_floor generated images, for the same-size score
+        first: List[torch.Tensor] = []  # the first num_floor generated images, for the same-size score
         classifier = self.domain.classifier if self.domain is not None else None
 
         def fake_batches() -> Iterator[torch.Tensor]:
@@ -332,14 +379,23 @@ class GANEvaluator:
             scores = self.distance.score(fake_batches())
             same_size = self.floor_distance.score(torch.cat(first)[: self.num_floor].split(self.batch_size))
         result = EvalResult(
-            fid=scores["fid"], kid_mean=scores["kid_mean"], kid_std=scores["kid_std"],
-            fid_floor=self.floor["fid"], kid_floor_mean=self.floor["kid_mean"], kid_floor_std=self.floor["kid_std"],
-            num_generated=int(scores["num_images"]), num_reference=self.distance.num_real,
-            num_floor=int(self.floor["num_images"]), feature_extractor=self.feature_extractor,
-            fid_at_floor_size=same_size["fid"], kid_at_floor_size_mean=same_size["kid_mean"],
+            fid=scores["fid"],
+            kid_mean=scores["kid_mean"],
+            kid_std=scores["kid_std"],
+            fid_floor=self.floor["fid"],
+            kid_floor_mean=self.floor["kid_mean"],
+            kid_floor_std=self.floor["kid_std"],
+            num_generated=int(scores["num_images"]),
+            num_reference=self.distance.num_real,
+            num_floor=int(self.floor["num_images"]),
+            feature_extractor=self.feature_extractor,
+            fid_at_floor_size=same_size["fid"],
+            kid_at_floor_size_mean=same_size["kid_mean"],
         )
         if self.domain is not None:
-            cov = class_coverage(torch.cat(preds), self.real.labels, self.real.num_classes, self.coverage_min_share_ratio)
+            cov = class_coverage(
+                torch.cat(preds), self.real.labels, self.real.num_classes, self.coverage_min_share_ratio
+            )
             result.classifier_accuracy, result.classifier_f1_macro = self.domain.accuracy, self.domain.f1_macro
             result.classes_covered, result.num_classes = cov["classes_covered"], cov["num_classes"]
             result.coverage_kl, result.class_histogram = cov["kl"], cov["histogram"]
@@ -356,14 +412,16 @@ class GANEvaluator:
         # and the first ones of the (shuffled) reference are a random subset.
         real_pr = real[: fake.shape[0]]
         terms = per_sample_scores(real_pr, fake, self.k_precision_recall, self.k_density_coverage)
-        finite = bool(torch.isfinite(fake).all())   # NaN distances would compare False and read as 0
+        finite = bool(torch.isfinite(fake).all())  # NaN distances would compare False and read as 0
         for name in ("precision", "recall", "density", "coverage"):
             setattr(result, name, float(terms[name].mean()) if finite else float("nan"))
         subset_size = kid_subset_size(real.shape[0], fake.shape[0])
-        result.intervals = bootstrap_intervals(real, fake, terms, subset_size, self.bootstrap_resamples,
-                                               seed=self.seed)
-        result.protocol = metric_protocol(**self.protocol_base, num_real=real.shape[0], num_fake=fake.shape[0],
-                                          kid_subset_size=subset_size)
+        result.intervals = bootstrap_intervals(
+            real, fake, terms, subset_size, self.bootstrap_resamples, seed=self.seed
+        )
+        result.protocol = metric_protocol(
+            **self.protocol_base, num_real=real.shape[0], num_fake=fake.shape[0], kid_subset_size=subset_size
+        )
         self._save_protocol(result.protocol)
 
     def _save_protocol(self, protocol: Dict[str, object]) -> None:

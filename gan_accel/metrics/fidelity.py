@@ -18,15 +18,16 @@ coverage; a noisy one loses precision and density first.
 Every function works on float ``[N, D]`` features and computes distances with ``torch.cdist`` in
 row chunks, so memory stays at ``chunk_size * N`` distances whatever the set sizes.
 """
+
 from __future__ import annotations
 
 from typing import Dict, Tuple
 
 import torch
 
-K_PRECISION_RECALL = 3   # Kynkaenniemi et al. 2019
-K_DENSITY_COVERAGE = 5   # Naeem et al. 2020
-CHUNK_SIZE = 1024        # query rows per cdist call: 1024 x 10000 float32 distances = 40 MB
+K_PRECISION_RECALL = 3  # Kynkaenniemi et al. 2019
+K_DENSITY_COVERAGE = 5  # Naeem et al. 2020
+CHUNK_SIZE = 1024  # query rows per cdist call: 1024 x 10000 float32 distances = 40 MB
 
 
 def _row_chunks(x: torch.Tensor, chunk_size: int):
@@ -40,12 +41,17 @@ def kth_neighbour_distance(features: torch.Tensor, k: int, chunk_size: int = CHU
         raise ValueError(f"k-NN radii need 1 <= k < number of samples; got k={k} for {features.shape[0]} samples")
     features = features.float()
     # The k+1 smallest include the row itself at distance 0, so the k-th other neighbour is index k.
-    return torch.cat([torch.cdist(chunk, features).topk(k + 1, dim=1, largest=False).values[:, k]
-                      for chunk in _row_chunks(features, chunk_size)])
+    return torch.cat(
+        [
+            torch.cdist(chunk, features).topk(k + 1, dim=1, largest=False).values[:, k]
+            for chunk in _row_chunks(features, chunk_size)
+        ]
+    )
 
 
-def k_nearest(queries: torch.Tensor, reference: torch.Tensor, k: int = 1,
-              chunk_size: int = CHUNK_SIZE) -> Tuple[torch.Tensor, torch.Tensor]:
+def k_nearest(
+    queries: torch.Tensor, reference: torch.Tensor, k: int = 1, chunk_size: int = CHUNK_SIZE
+) -> Tuple[torch.Tensor, torch.Tensor]:
     """``(distances [M, k], indices [M, k])`` of each query's k nearest reference rows, nearest first."""
     reference = reference.float()
     dists = []
@@ -57,24 +63,35 @@ def k_nearest(queries: torch.Tensor, reference: torch.Tensor, k: int = 1,
     return torch.cat(dists), torch.cat(idxs)
 
 
-def nearest_neighbour(queries: torch.Tensor, reference: torch.Tensor,
-                      chunk_size: int = CHUNK_SIZE) -> Tuple[torch.Tensor, torch.Tensor]:
+def nearest_neighbour(
+    queries: torch.Tensor, reference: torch.Tensor, chunk_size: int = CHUNK_SIZE
+) -> Tuple[torch.Tensor, torch.Tensor]:
     """``(distance [M], index [M])`` of each query's nearest reference row."""
     distances, indices = k_nearest(queries, reference, 1, chunk_size)
     return distances[:, 0], indices[:, 0]
 
 
-def balls_containing(queries: torch.Tensor, centres: torch.Tensor, radii: torch.Tensor,
-                     chunk_size: int = CHUNK_SIZE) -> torch.Tensor:
+def balls_containing(
+    queries: torch.Tensor, centres: torch.Tensor, radii: torch.Tensor, chunk_size: int = CHUNK_SIZE
+) -> torch.Tensor:
     """``[M]`` int: for each query, the number of balls ``(centres[i], radii[i])`` that contain it."""
     centres = centres.float()
     radii = radii.float()
-    return torch.cat([(torch.cdist(chunk, centres) <= radii[None, :]).sum(dim=1)
-                      for chunk in _row_chunks(queries.float(), chunk_size)])
+    return torch.cat(
+        [
+            (torch.cdist(chunk, centres) <= radii[None, :]).sum(dim=1)
+            for chunk in _row_chunks(queries.float(), chunk_size)
+        ]
+    )
 
 
-def per_sample_scores(real: torch.Tensor, fake: torch.Tensor, k_pr: int = K_PRECISION_RECALL,
-                      k_dc: int = K_DENSITY_COVERAGE, chunk_size: int = CHUNK_SIZE) -> Dict[str, torch.Tensor]:
+def per_sample_scores(
+    real: torch.Tensor,
+    fake: torch.Tensor,
+    k_pr: int = K_PRECISION_RECALL,
+    k_dc: int = K_DENSITY_COVERAGE,
+    chunk_size: int = CHUNK_SIZE,
+) -> Dict[str, torch.Tensor]:
     """The per-sample terms each metric averages (the bootstrap resamples them):
 
     ``precision`` ``[M]`` 0/1 per fake (inside the real manifold), ``density`` ``[M]`` per fake
@@ -93,8 +110,13 @@ def per_sample_scores(real: torch.Tensor, fake: torch.Tensor, k_pr: int = K_PREC
     }
 
 
-def fidelity_diversity(real: torch.Tensor, fake: torch.Tensor, k_pr: int = K_PRECISION_RECALL,
-                       k_dc: int = K_DENSITY_COVERAGE, chunk_size: int = CHUNK_SIZE) -> Dict[str, float]:
+def fidelity_diversity(
+    real: torch.Tensor,
+    fake: torch.Tensor,
+    k_pr: int = K_PRECISION_RECALL,
+    k_dc: int = K_DENSITY_COVERAGE,
+    chunk_size: int = CHUNK_SIZE,
+) -> Dict[str, float]:
     """``{"precision", "recall", "density", "coverage"}`` of fake features ``[M, D]`` against real ``[N, D]``."""
     terms = per_sample_scores(real, fake, k_pr, k_dc, chunk_size)
     return {name: float(values.mean()) for name, values in terms.items()}

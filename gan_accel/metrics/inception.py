@@ -5,6 +5,7 @@ and its weights file. Nothing is downloaded here: the weights must already be on
 (``--inception_weights PATH``, the library cache, or torch.hub's checkpoint folder), otherwise a
 one-line :class:`UserError` says how to get them.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -22,7 +23,10 @@ INCEPTION_URL = f"https://github.com/toshas/torch-fidelity/releases/download/v0.
 
 def inception_candidates(cache_dir: Path) -> List[Path]:
     """Where the weights are looked for when ``--inception_weights`` is not given."""
-    return [cache_dir / "inception" / INCEPTION_FILENAME, Path(torch.hub.get_dir()) / "checkpoints" / INCEPTION_FILENAME]
+    return [
+        cache_dir / "inception" / INCEPTION_FILENAME,
+        Path(torch.hub.get_dir()) / "checkpoints" / INCEPTION_FILENAME,
+    ]
 
 
 def find_inception_weights(weights_path: Optional[str], cache_dir: Path) -> Path:
@@ -55,12 +59,15 @@ class InceptionFeatures(nn.Module):
     def __init__(self, weights: Path) -> None:
         super().__init__()
         if importlib.util.find_spec("torch_fidelity") is None:
-            raise UserError("--feature_extractor inception needs the torch-fidelity package "
-                            "(pip install 'gan_accel[inception]'), or use --feature_extractor domain")
+            raise UserError(
+                "--feature_extractor inception needs the torch-fidelity package "
+                "(pip install 'gan_accel[inception]'), or use --feature_extractor domain"
+            )
         from torchmetrics.image.fid import NoTrainInceptionV3
 
-        self.net = NoTrainInceptionV3(name="inception-v3-compat", features_list=["2048"],
-                                      feature_extractor_weights_path=str(weights))
+        self.net = NoTrainInceptionV3(
+            name="inception-v3-compat", features_list=["2048"], feature_extractor_weights_path=str(weights)
+        )
         self.cache_key = f"inception2048-{weights.stat().st_size}-{weights.name}"
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:

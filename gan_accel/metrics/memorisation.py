@@ -14,6 +14,7 @@ that, 15%, in either space:
 The same training images serve as the reference for held-out and generated images (the FID
 reference, at most ``max_reference_images``), so both distances are measured alike.
 """
+
 from __future__ import annotations
 
 from typing import Dict, Tuple
@@ -28,16 +29,20 @@ COPY_FLAG_FACTOR = 3.0
 SPACES = ("features", "pixels")
 
 
-def copy_rate(generated_distances: torch.Tensor, heldout_distances: torch.Tensor,
-              percentile: float = COPY_PERCENTILE) -> Tuple[float, float]:
+def copy_rate(
+    generated_distances: torch.Tensor, heldout_distances: torch.Tensor, percentile: float = COPY_PERCENTILE
+) -> Tuple[float, float]:
     """``(rate, threshold)``: the share of generated nearest-training distances below the
     ``percentile``-th percentile of the held-out ones, and that percentile."""
     threshold = float(torch.quantile(heldout_distances.double(), percentile / 100.0))
     return float((generated_distances.double() < threshold).double().mean()), threshold
 
 
-def memorisation_report(spaces: Dict[str, Tuple[torch.Tensor, torch.Tensor, torch.Tensor]], neighbours: int = 3,
-                        percentile: float = COPY_PERCENTILE) -> Tuple[Dict[str, object], Dict[str, torch.Tensor]]:
+def memorisation_report(
+    spaces: Dict[str, Tuple[torch.Tensor, torch.Tensor, torch.Tensor]],
+    neighbours: int = 3,
+    percentile: float = COPY_PERCENTILE,
+) -> Tuple[Dict[str, object], Dict[str, torch.Tensor]]:
     """The copy rate in each space and the generated images' nearest training images.
 
     spaces: ``{"features": (train [N, D], heldout [H, D], generated [M, D]), "pixels": (...)}``
@@ -46,10 +51,12 @@ def memorisation_report(spaces: Dict[str, Tuple[torch.Tensor, torch.Tensor, torc
     space to the ``[M, neighbours]`` training indices, nearest first, plus ``"order"``: the
     generated images sorted by feature distance relative to the threshold, closest first.
     """
-    report: Dict[str, object] = {"rule": f"copy: nearest training distance below the {percentile:g}th percentile of "
-                                         f"held-out real images' nearest training distances; flagged above "
-                                         f"{COPY_FLAG_FACTOR:g} x {percentile:g}%",
-                                 "percentile": percentile}
+    report: Dict[str, object] = {
+        "rule": f"copy: nearest training distance below the {percentile:g}th percentile of "
+        f"held-out real images' nearest training distances; flagged above "
+        f"{COPY_FLAG_FACTOR:g} x {percentile:g}%",
+        "percentile": percentile,
+    }
     nearest: Dict[str, torch.Tensor] = {}
     ratios = []
     for space, (train, heldout, generated) in spaces.items():
@@ -67,8 +74,9 @@ def memorisation_report(spaces: Dict[str, Tuple[torch.Tensor, torch.Tensor, torc
     return report, nearest
 
 
-def nearest_grid(generated: torch.Tensor, train: torch.Tensor, nearest: Dict[str, torch.Tensor],
-                 rows: int) -> torch.Tensor:
+def nearest_grid(
+    generated: torch.Tensor, train: torch.Tensor, nearest: Dict[str, torch.Tensor], rows: int
+) -> torch.Tensor:
     """An image grid, one row per generated image (the ``rows`` most suspicious): the image, then
     its nearest training images in feature space, then in pixel space. Float [0, 1] ``[C, H, W]``."""
     tiles = []
@@ -77,14 +85,16 @@ def nearest_grid(generated: torch.Tensor, train: torch.Tensor, nearest: Dict[str
         for space in SPACES:
             tiles.extend(train[j] for j in nearest[space][i].tolist())
     per_row = 1 + sum(nearest[space].shape[1] for space in SPACES)
-    grid = make_grid(torch.stack(tiles).float(), nrow=per_row, padding=2, pad_value=1.0, normalize=True,
-                     value_range=(-1.0, 1.0))
+    grid = make_grid(
+        torch.stack(tiles).float(), nrow=per_row, padding=2, pad_value=1.0, normalize=True, value_range=(-1.0, 1.0)
+    )
     return grid
 
 
 @torch.no_grad()
-def check_memorisation(evaluator, G: torch.nn.Module, rows: int = 16, neighbours: int = 3,
-                       percentile: float = COPY_PERCENTILE) -> Tuple[Dict[str, object], torch.Tensor]:
+def check_memorisation(
+    evaluator, G: torch.nn.Module, rows: int = 16, neighbours: int = 3, percentile: float = COPY_PERCENTILE
+) -> Tuple[Dict[str, object], torch.Tensor]:
     """``(report, grid)`` for generator ``G`` against a :class:`~gan_accel.metrics.GANEvaluator`'s
     data: its FID reference images are the training side, its held-out split the real yardstick,
     and the generated images are those its evaluation scores (same seed)."""
@@ -95,8 +105,11 @@ def check_memorisation(evaluator, G: torch.nn.Module, rows: int = 16, neighbours
     heldout = to_float_images(evaluator.real.images[evaluator.heldout_idx])
     spaces = {
         # The reference features FID/KID already hold, in reference order: no second pass.
-        "features": (evaluator.distance.reference_features(), evaluator.features_of(heldout),
-                     evaluator.features_of(generated)),
+        "features": (
+            evaluator.distance.reference_features(),
+            evaluator.features_of(heldout),
+            evaluator.features_of(generated),
+        ),
         "pixels": (train.flatten(1), heldout.flatten(1), generated.flatten(1)),
     }
     report, nearest = memorisation_report(spaces, neighbours, percentile)

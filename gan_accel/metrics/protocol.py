@@ -6,6 +6,7 @@ carries a protocol dict (:func:`metric_protocol`), and :func:`compare_protocols`
 two results can be compared and, if not, which fields differ (``scripts/compare_metrics.py``).
 :func:`format_metrics` renders numbers with their intervals and protocol (for a model card).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -17,14 +18,28 @@ import torch.nn as nn
 
 PROTOCOL_VERSION = 1
 # Fields that change the numbers themselves; any difference makes two results incomparable.
-MUST_MATCH = ("protocol_version", "feature_extractor", "feature_weights_sha256", "resize", "image_size", "channels",
-              "dataset", "data_sha256", "real_split", "real_split_size", "num_real", "num_fake", "k_precision_recall",
-              "k_density_coverage", "kid_subset_size")
+MUST_MATCH = (
+    "protocol_version",
+    "feature_extractor",
+    "feature_weights_sha256",
+    "resize",
+    "image_size",
+    "channels",
+    "dataset",
+    "data_sha256",
+    "real_split",
+    "real_split_size",
+    "num_real",
+    "num_fake",
+    "k_precision_recall",
+    "k_density_coverage",
+    "kid_subset_size",
+)
 # Fields that only change the random draw or the interval: results stay comparable (within the intervals).
 INFORMATIONAL = ("seed", "bootstrap")
 # The numbers a protocol is attached to, in the order they are shown.
 METRIC_NAMES = ("fid", "kid_mean", "precision", "recall", "density", "coverage")
-INTERVAL_NAMES = {"kid_mean": "kid"}   # the interval key of a metric, where it differs from its name
+INTERVAL_NAMES = {"kid_mean": "kid"}  # the interval key of a metric, where it differs from its name
 
 
 def weights_sha256(module: nn.Module) -> str:
@@ -41,12 +56,16 @@ def weights_sha256(module: nn.Module) -> str:
 
 def resize_path(feature_extractor: str, image_size: int) -> str:
     """How real and generated images reach the feature network, in words (part of the protocol)."""
-    images = (f"real: decoded to uint8, shorter side resized to {image_size} px (bilinear, antialiased when "
-              f"shrinking) and centre-cropped; generated: {image_size} px as the generator makes them, "
-              "clamped to [-1, 1]")
+    images = (
+        f"real: decoded to uint8, shorter side resized to {image_size} px (bilinear, antialiased when "
+        f"shrinking) and centre-cropped; generated: {image_size} px as the generator makes them, "
+        "clamped to [-1, 1]"
+    )
     if feature_extractor == "inception":
-        return (f"{images}; both quantised to uint8, grey repeated to RGB, resized to 299x299 by torch-fidelity's "
-                "TF1-compatible bilinear (Inception-v3 pool3, 2048 features)")
+        return (
+            f"{images}; both quantised to uint8, grey repeated to RGB, resized to 299x299 by torch-fidelity's "
+            "TF1-compatible bilinear (Inception-v3 pool3, 2048 features)"
+        )
     return f"{images}; domain classifier features at {image_size} px, no resize"
 
 
@@ -55,17 +74,35 @@ def real_data_protocol(real, train_size: int, fingerprint: str) -> Dict[str, Any
     training part (``train_size`` images) of the fixed split (gan_accel.metrics.split)."""
     from .split import SPLIT_SEED
 
-    return {"image_size": int(real.images.shape[-1]), "channels": int(real.images.shape[1]), "dataset": real.name,
-            "data_sha256": fingerprint,
-            "real_split": f"train: {train_size} of {len(real)} images, split seed {SPLIT_SEED}",
-            "real_split_size": train_size}
+    return {
+        "image_size": int(real.images.shape[-1]),
+        "channels": int(real.images.shape[1]),
+        "dataset": real.name,
+        "data_sha256": fingerprint,
+        "real_split": f"train: {train_size} of {len(real)} images, split seed {SPLIT_SEED}",
+        "real_split_size": train_size,
+    }
 
 
-def metric_protocol(*, feature_extractor: str, feature_weights_sha256: str, image_size: int, channels: int,
-                    dataset: str, data_sha256: str, real_split: str, real_split_size: int, num_real: int,
-                    num_fake: int, seed: int, bootstrap_resamples: int, bootstrap_level: float,
-                    k_precision_recall: Optional[int] = None, k_density_coverage: Optional[int] = None,
-                    kid_subset_size: Optional[int] = None) -> Dict[str, Any]:
+def metric_protocol(
+    *,
+    feature_extractor: str,
+    feature_weights_sha256: str,
+    image_size: int,
+    channels: int,
+    dataset: str,
+    data_sha256: str,
+    real_split: str,
+    real_split_size: int,
+    num_real: int,
+    num_fake: int,
+    seed: int,
+    bootstrap_resamples: int,
+    bootstrap_level: float,
+    k_precision_recall: Optional[int] = None,
+    k_density_coverage: Optional[int] = None,
+    kid_subset_size: Optional[int] = None,
+) -> Dict[str, Any]:
     """The protocol dict written beside every result (JSON-serialisable; see MUST_MATCH for what matters).
 
     num_real:  real images behind FID/KID (precision/recall use as many real as generated images).
@@ -89,8 +126,11 @@ def metric_protocol(*, feature_extractor: str, feature_weights_sha256: str, imag
         "k_precision_recall": k_precision_recall,
         "k_density_coverage": k_density_coverage,
         "kid_subset_size": kid_subset_size,
-        "bootstrap": {"resamples": bootstrap_resamples, "level": bootstrap_level,
-                      "over": "generated samples (FID, KID, precision, density); real samples (recall, coverage)"},
+        "bootstrap": {
+            "resamples": bootstrap_resamples,
+            "level": bootstrap_level,
+            "over": "generated samples (FID, KID, precision, density); real samples (recall, coverage)",
+        },
     }
 
 
@@ -125,8 +165,10 @@ def format_metrics(results: Mapping[str, Any], markdown: bool = True) -> str:
     """
     protocol: Optional[Mapping[str, Any]] = results.get("protocol")
     level = protocol["bootstrap"]["level"] if protocol else None
-    rows = [(name, f"{value:.4g}", f"[{interval[0]:.4g}, {interval[1]:.4g}]" if interval else "-")
-            for name, value, interval in reported_metrics(results)]
+    rows = [
+        (name, f"{value:.4g}", f"[{interval[0]:.4g}, {interval[1]:.4g}]" if interval else "-")
+        for name, value, interval in reported_metrics(results)
+    ]
     header = f"{int(level * 100)}% interval" if level else "interval"
     if markdown:
         lines = [f"| metric | value | {header} |", "|---|---|---|", *[f"| {n} | {v} | {i} |" for n, v, i in rows]]
@@ -160,8 +202,10 @@ def load_result(path: str) -> Dict[str, Any]:
     if isinstance(data, dict) and "protocol_version" in data:
         return {"protocol": data}
     if not isinstance(data, dict) or not isinstance(data.get("protocol"), dict) or not data["protocol"]:
-        raise UserError(f"{path}: no metric protocol in it (written before protocols existed, or not an evaluation); "
-                        "re-run scripts/evaluate_gan.py on the generator")
+        raise UserError(
+            f"{path}: no metric protocol in it (written before protocols existed, or not an evaluation); "
+            "re-run scripts/evaluate_gan.py on the generator"
+        )
     return data
 
 
@@ -173,14 +217,15 @@ def model_index_metrics(results: Mapping[str, Any]) -> List[Dict[str, Any]]:
     level = protocol.get("bootstrap", {}).get("level", 0.95)
     measured = ""
     if protocol:
-        measured = (f"{protocol['feature_extractor']} features, {protocol['num_fake']} generated vs "
-                    f"{protocol['num_real']} real, protocol {protocol_id(protocol)}")
+        measured = (
+            f"{protocol['feature_extractor']} features, {protocol['num_fake']} generated vs "
+            f"{protocol['num_real']} real, protocol {protocol_id(protocol)}"
+        )
     out = []
     for name, value, interval in reported_metrics(results):
         details = [measured] if measured else []
         if interval:
             details.append(f"{level:.0%} interval [{interval[0]:.4g}, {interval[1]:.4g}]")
         label = name.upper() if name in ("fid", "kid_mean") else name
-        out.append({"type": name, "value": value,
-                    "name": f"{label} ({'; '.join(details)})" if details else label})
+        out.append({"type": name, "value": value, "name": f"{label} ({'; '.join(details)})" if details else label})
     return out

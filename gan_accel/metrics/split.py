@@ -5,6 +5,7 @@ part; the FID reference statistics come from the training part; the real-data fl
 training subset with held-out images. The split uses its own seed (not the evaluation seed), so
 every evaluation of a dataset shares one classifier and one cache.
 """
+
 from __future__ import annotations
 
 from typing import Tuple

@@ -3,6 +3,7 @@
 Both take optional class labels so the conditional variants share the interface:
 ``G(z, labels=None) -> [B, C, S, S] in [-1, 1]`` and ``D(x, labels=None) -> logits [B]``.
 """
+
 from __future__ import annotations
 
 import math
@@ -37,8 +38,15 @@ def dcgan_init(module: nn.Module) -> None:
 class DCGANGenerator(nn.Module, PyTorchModelHubMixin):
     arch = "dcgan"
 
-    def __init__(self, z_dim: int = 128, channels: int = 1, image_size: int = 32, g_channels: int = 64,
-                 num_classes: int = 0, g_norm: str = "batch") -> None:
+    def __init__(
+        self,
+        z_dim: int = 128,
+        channels: int = 1,
+        image_size: int = 32,
+        g_channels: int = 64,
+        num_classes: int = 0,
+        g_norm: str = "batch",
+    ) -> None:
         super().__init__()
         self.z_dim = z_dim
         self.channels = channels
@@ -54,7 +62,11 @@ class DCGANGenerator(nn.Module, PyTorchModelHubMixin):
         bn = g_norm == "batch"
         layers = [nn.ConvTranspose2d(in_dim, width, 4, 1, 0, bias=not bn), *g_norm_layer(g_norm, width), nn.ReLU(True)]
         for _ in range(n_up - 1):
-            layers += [nn.ConvTranspose2d(width, width // 2, 4, 2, 1, bias=not bn), *g_norm_layer(g_norm, width // 2), nn.ReLU(True)]
+            layers += [
+                nn.ConvTranspose2d(width, width // 2, 4, 2, 1, bias=not bn),
+                *g_norm_layer(g_norm, width // 2),
+                nn.ReLU(True),
+            ]
             width //= 2
         layers += [nn.ConvTranspose2d(width, channels, 4, 2, 1), nn.Tanh()]
         self.net = nn.Sequential(*layers)
@@ -66,18 +78,27 @@ class DCGANGenerator(nn.Module, PyTorchModelHubMixin):
 
 
 class DCGANDiscriminator(nn.Module):
-    def __init__(self, channels: int = 1, image_size: int = 32, d_channels: int = 64, d_norm: str = "batch",
-                 num_classes: int = 0) -> None:
+    def __init__(
+        self,
+        channels: int = 1,
+        image_size: int = 32,
+        d_channels: int = 64,
+        d_norm: str = "batch",
+        num_classes: int = 0,
+    ) -> None:
         super().__init__()
         n_down = _num_up(image_size)
         width = d_channels
         # No normalisation on the first layer (DCGAN), LeakyReLU(0.2) throughout.
         layers = [maybe_spectral(nn.Conv2d(channels, width, 4, 2, 1), d_norm), nn.LeakyReLU(0.2, True)]
         for _ in range(n_down - 1):
-            layers += [maybe_spectral(nn.Conv2d(width, width * 2, 4, 2, 1, bias=d_norm != "batch"), d_norm),
-                       *d_norm_layer(d_norm, width * 2), nn.LeakyReLU(0.2, True)]
+            layers += [
+                maybe_spectral(nn.Conv2d(width, width * 2, 4, 2, 1, bias=d_norm != "batch"), d_norm),
+                *d_norm_layer(d_norm, width * 2),
+                nn.LeakyReLU(0.2, True),
+            ]
             width *= 2
-        self.features = nn.Sequential(*layers)       # [B, width, 4, 4]
+        self.features = nn.Sequential(*layers)  # [B, width, 4, 4]
         self.head = ProjectionHead(width * 16, num_classes, d_norm)
         dcgan_init(self)
 

@@ -1,5 +1,6 @@
 """Export of a trained generator (safetensors + ``config.json``) and its loading, with one-line
 errors for every folder that is not such an export."""
+
 from __future__ import annotations
 
 import json
@@ -23,8 +24,9 @@ WEIGHTS = "model.safetensors"  # the file name PyTorchModelHubMixin writes and r
 GENERATOR_KEYS = ("z_dim", "channels", "image_size")
 
 
-def save_generator(G: nn.Module, path: Path, run_config: Optional[dict] = None,
-                   metrics: Optional[Sequence[dict]] = None) -> None:
+def save_generator(
+    G: nn.Module, path: Path, run_config: Optional[dict] = None, metrics: Optional[Sequence[dict]] = None
+) -> None:
     """Safetensors weights + ``config.json`` (init arguments and ``arch``), loadable by
     :func:`load_generator` without any training config (see :func:`save_export`), and a model
     card (``README.md``, ``samples.png``) with the run's settings ``run_config`` and ``metrics``
@@ -38,11 +40,11 @@ def save_generator(G: nn.Module, path: Path, run_config: Optional[dict] = None,
 class CardInfo:
     """What the model card of an export says besides the network itself (see :mod:`.hub`)."""
 
-    run_config: Optional[dict] = None        # the run's resolved settings (flat dict, as its config.json)
+    run_config: Optional[dict] = None  # the run's resolved settings (flat dict, as its config.json)
     metrics: Optional[Sequence[dict]] = None  # [{name, value, protocol: dict}]
-    translator: bool = False                  # image-to-image card (CycleGAN) instead of a generator's
-    samples: Any = None                       # (images, nrow) or an image file; None: drawn from G (generators)
-    repo_suffix: str = ""                     # appended to --hub_model_id (one repo per translator)
+    translator: bool = False  # image-to-image card (CycleGAN) instead of a generator's
+    samples: Any = None  # (images, nrow) or an image file; None: drawn from G (generators)
+    repo_suffix: str = ""  # appended to --hub_model_id (one repo per translator)
 
 
 def save_export(G: nn.Module, path: Path, config: dict, card: Optional[CardInfo] = None) -> None:
@@ -55,8 +57,10 @@ def save_export(G: nn.Module, path: Path, config: dict, card: Optional[CardInfo]
     card = card or CardInfo()
     tensors = [t for t in (*G.parameters(), *G.buffers()) if t.is_floating_point()]
     if not all(bool(torch.isfinite(t).all()) for t in tensors):
-        raise UserError(f"not exporting {path}: the generator's weights are not finite (NaN/Inf), the run diverged; "
-                        "lower the learning rates and resume from an earlier checkpoint")
+        raise UserError(
+            f"not exporting {path}: the generator's weights are not finite (NaN/Inf), the run diverged; "
+            "lower the learning rates and resume from an earlier checkpoint"
+        )
     with atomic_folder(Path(path)) as tmp:
         G.save_pretrained(str(tmp), config=config)
         model_id = card_model_id(Path(path), card.run_config, card.repo_suffix)
@@ -99,23 +103,30 @@ def load_export(cls, path: Path) -> nn.Module:
         G = cls.from_pretrained(str(path), strict=True)
     except (SafetensorError, OSError, RuntimeError, TypeError, ValueError) as err:
         reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        raise UserError(f"{flag}: could not load {WEIGHTS} ({reason}); the file is truncated or does not match "
-                        "config.json, export it again") from None
+        raise UserError(
+            f"{flag}: could not load {WEIGHTS} ({reason}); the file is truncated or does not match "
+            "config.json, export it again"
+        ) from None
     return G.eval().requires_grad_(False)
 
 
 def load_generator(path) -> nn.Module:
     """The generator exported to ``path`` by :func:`save_generator`, in eval mode, frozen."""
     path = Path(path)
-    config = read_export_config(path, "pass OUTPUT_DIR/generator of a finished train_gan.py run (a CycleGAN run's "
-                                "generator_A2B/B2A are translators: use scripts/translate.py)",
-                                run_exports=("generator", "best_generator"))
+    config = read_export_config(
+        path,
+        "pass OUTPUT_DIR/generator of a finished train_gan.py run (a CycleGAN run's "
+        "generator_A2B/B2A are translators: use scripts/translate.py)",
+        run_exports=("generator", "best_generator"),
+    )
     flag = f"--generator {path}"
     if not isinstance(config, dict) or any(key not in config for key in GENERATOR_KEYS):
         kind = config.get("model_type") or (config.get("architectures") or [""])[0] if isinstance(config, dict) else ""
         what = f" (it describes a {kind} model)" if kind else ""
-        raise UserError(f"{flag}: not a generator: its config.json has no {'/'.join(GENERATOR_KEYS)}{what}; "
-                        "pass OUTPUT_DIR/generator of a GAN training run")
+        raise UserError(
+            f"{flag}: not a generator: its config.json has no {'/'.join(GENERATOR_KEYS)}{what}; "
+            "pass OUTPUT_DIR/generator of a GAN training run"
+        )
     arch = config.get("arch", "dcgan")
     if arch not in GENERATORS:
         raise UserError(f"{flag}: unknown arch {arch!r} in config.json (known: {', '.join(GENERATORS)})")

@@ -1,6 +1,7 @@
 """Model cards and uploads for exports: a ``README.md`` in the Hugging Face model-card format (YAML
 metadata, a sample grid, the training settings, the metrics with how they were measured, the
 ``from_pretrained`` line that loads it) and ``--push_to_hub`` through ``huggingface_hub``."""
+
 from __future__ import annotations
 
 import json
@@ -19,8 +20,11 @@ SAMPLES = "samples.png"
 # scikit-learn's, folder/imagefolder are the user's own images).
 HUB_DATASETS = {"mnist": "ylecun/mnist", "cifar10": "uoft-cs/cifar10"}
 # Where each network class is imported from in the card's loading snippet.
-MODULES = {"DCGANGenerator": "gan_accel.models.dcgan", "ResNetGenerator": "gan_accel.models.resnet",
-           "ResnetGenerator": "gan_accel.cyclegan.models"}
+MODULES = {
+    "DCGANGenerator": "gan_accel.models.dcgan",
+    "ResNetGenerator": "gan_accel.models.resnet",
+    "ResnetGenerator": "gan_accel.cyclegan.models",
+}
 
 
 def hub_dataset(run_config: dict) -> Optional[str]:
@@ -31,11 +35,16 @@ def hub_dataset(run_config: dict) -> Optional[str]:
 def loading_snippet(G: nn.Module, model_id: str, translator: bool) -> str:
     """Python that loads the export from ``model_id`` (a Hub repo id or a local folder) and runs it."""
     cls = type(G).__name__
-    lines = [f"from {MODULES.get(cls, type(G).__module__)} import {cls}", "",
-             f"G = {cls}.from_pretrained({model_id!r}).eval()"]
+    lines = [
+        f"from {MODULES.get(cls, type(G).__module__)} import {cls}",
+        "",
+        f"G = {cls}.from_pretrained({model_id!r}).eval()",
+    ]
     if translator:
-        lines += ["x = torch.rand(1, G.channels, 64, 64) * 2 - 1  # an image in [-1, 1], [B, C, H, W]",
-                  "y = G(x)  # the translated image, same shape"]
+        lines += [
+            "x = torch.rand(1, G.channels, 64, 64) * 2 - 1  # an image in [-1, 1], [B, C, H, W]",
+            "y = G(x)  # the translated image, same shape",
+        ]
     else:
         labels = "torch.arange(4) % G.num_classes" if getattr(G, "num_classes", 0) else "None"
         lines += ["z = torch.randn(4, G.z_dim)", f"images = G(z, {labels})  # [4, C, H, W] in [-1, 1]"]
@@ -48,8 +57,11 @@ def metrics_section(metrics: Sequence[dict]) -> str:
     if not metrics:
         return "No metric was measured for this export."
     rows = ["| metric | value |", "|---|---|"] + [f"| {m['name']} | {m['value']} |" for m in metrics]
-    protocols = [f"- **{m['name']}**: `{json.dumps(m['protocol'], sort_keys=True, default=str)}`"
-                 for m in metrics if m.get("protocol")]
+    protocols = [
+        f"- **{m['name']}**: `{json.dumps(m['protocol'], sort_keys=True, default=str)}`"
+        for m in metrics
+        if m.get("protocol")
+    ]
     return "\n".join(rows + (["", "Protocol (how each number was measured):", *protocols] if protocols else []))
 
 
@@ -65,8 +77,10 @@ def card_metrics(results) -> list:
     if dataclasses.is_dataclass(results):
         results = dataclasses.asdict(results)
     protocol = dict(results.get("protocol") or {})
-    return [{"name": name, "value": value, "protocol": {**protocol, **({"interval": interval} if interval else {})}}
-            for name, value, interval in reported_metrics(results)]
+    return [
+        {"name": name, "value": value, "protocol": {**protocol, **({"interval": interval} if interval else {})}}
+        for name, value, interval in reported_metrics(results)
+    ]
 
 
 def settings_block(run_config: dict) -> str:
@@ -75,9 +89,14 @@ def settings_block(run_config: dict) -> str:
     return "```json\n" + json.dumps(run_config, indent=2, sort_keys=True, default=str) + "\n```"
 
 
-def build_model_card(G: nn.Module, model_id: str, run_config: Optional[dict] = None,
-                     metrics: Optional[Sequence[dict]] = None, translator: bool = False,
-                     has_samples: bool = True):
+def build_model_card(
+    G: nn.Module,
+    model_id: str,
+    run_config: Optional[dict] = None,
+    metrics: Optional[Sequence[dict]] = None,
+    translator: bool = False,
+    has_samples: bool = True,
+):
     """The card as a :class:`huggingface_hub.ModelCard`. ``metrics``: ``[{name, value, protocol}]``,
     ``protocol`` a dict (feature extractor, counts, split, seed...) stored as the metric's
     ``metric_args`` in the model-index metadata and printed in the body."""
@@ -88,29 +107,67 @@ def build_model_card(G: nn.Module, model_id: str, run_config: Optional[dict] = N
     task = "image-to-image" if translator else "unconditional-image-generation"
     dataset = hub_dataset(run_config)
     conditional = bool(getattr(G, "num_classes", 0))
-    tags = ["gan_accel", "gan", "cyclegan" if translator else getattr(G, "arch", "gan"), "pytorch_model_hub_mixin",
-            "model_hub_mixin", *(["class-conditional"] if conditional else [])]
-    results = [EvalResult(task_type=task, dataset_type=dataset or "custom", dataset_name=dataset or
-                          str(run_config.get("dataset", "custom")), metric_type=m["name"].lower(),
-                          metric_name=m["name"], metric_value=m["value"], metric_args=m.get("protocol") or None)
-               for m in metrics]
-    data = ModelCardData(library_name="pytorch", tags=tags, pipeline_tag=task, datasets=[dataset] if dataset else None,
-                         model_name=Path(model_id).name if results else None, eval_results=results or None)
-    what = ("a CycleGAN translator (" + str(run_config.get("direction", getattr(G, "direction", ""))) + ")"
-            if translator else ("a class-conditional" if conditional else "an unconditional") + " image generator")
+    tags = [
+        "gan_accel",
+        "gan",
+        "cyclegan" if translator else getattr(G, "arch", "gan"),
+        "pytorch_model_hub_mixin",
+        "model_hub_mixin",
+        *(["class-conditional"] if conditional else []),
+    ]
+    results = [
+        EvalResult(
+            task_type=task,
+            dataset_type=dataset or "custom",
+            dataset_name=dataset or str(run_config.get("dataset", "custom")),
+            metric_type=m["name"].lower(),
+            metric_name=m["name"],
+            metric_value=m["value"],
+            metric_args=m.get("protocol") or None,
+        )
+        for m in metrics
+    ]
+    data = ModelCardData(
+        library_name="pytorch",
+        tags=tags,
+        pipeline_tag=task,
+        datasets=[dataset] if dataset else None,
+        model_name=Path(model_id).name if results else None,
+        eval_results=results or None,
+    )
+    what = (
+        "a CycleGAN translator (" + str(run_config.get("direction", getattr(G, "direction", ""))) + ")"
+        if translator
+        else ("a class-conditional" if conditional else "an unconditional") + " image generator"
+    )
     source = dataset or run_config.get("dataset") or "unrecorded data"
     body = [
-        f"# {Path(model_id).name}", "",
+        f"# {Path(model_id).name}",
+        "",
         f"This is {what} trained with gan_accel on {source}: "
-        "safetensors weights and `config.json` written by `PyTorchModelHubMixin`.", "",
+        "safetensors weights and `config.json` written by `PyTorchModelHubMixin`.",
+        "",
         *([f"![samples]({SAMPLES})", ""] if has_samples else []),
-        "## How to load it", "",
-        "`pip install gan_accel` (or a checkout on `PYTHONPATH`), then:", "",
-        "```python", loading_snippet(G, model_id, translator), "```", "",
+        "## How to load it",
+        "",
+        "`pip install gan_accel` (or a checkout on `PYTHONPATH`), then:",
+        "",
+        "```python",
+        loading_snippet(G, model_id, translator),
+        "```",
+        "",
         "From a checkout: `python scripts/sample_gan.py --generator FOLDER --num_images 16 --output_dir out`"
-        if not translator else "From a checkout: `python scripts/translate.py --generator FOLDER ...`", "",
-        "## Metrics", "", metrics_section(metrics), "",
-        "## Training settings", "", settings_block(run_config), "",
+        if not translator
+        else "From a checkout: `python scripts/translate.py --generator FOLDER ...`",
+        "",
+        "## Metrics",
+        "",
+        metrics_section(metrics),
+        "",
+        "## Training settings",
+        "",
+        settings_block(run_config),
+        "",
     ]
     return ModelCard("---\n" + data.to_yaml() + "\n---\n\n" + "\n".join(body))
 
@@ -124,9 +181,15 @@ def card_model_id(final_path: Path, run_config: Optional[dict], repo_suffix: str
     return str(Path(final_path).resolve())
 
 
-def write_model_card(folder: Path, G: nn.Module, model_id: str, run_config: Optional[dict] = None,
-                     metrics: Optional[Sequence[dict]] = None, translator: bool = False,
-                     samples=None) -> Path:
+def write_model_card(
+    folder: Path,
+    G: nn.Module,
+    model_id: str,
+    run_config: Optional[dict] = None,
+    metrics: Optional[Sequence[dict]] = None,
+    translator: bool = False,
+    samples=None,
+) -> Path:
     """Write ``README.md`` (and ``samples.png``) into an export ``folder``. ``samples``: a picture to
     show, ``(images [N, C, H, W] in [-1, 1], nrow)`` (drawn from G for generators when not given)
     or an image file to copy (a translator's last sample grid); none when neither is available."""
@@ -170,12 +233,18 @@ def push_export(folder: Path, repo_id: str, token: Optional[str] = None, private
     api = api or HfApi(token=token)
     try:
         api.create_repo(repo_id, private=private, exist_ok=True, repo_type="model")
-        commit = api.upload_folder(repo_id=repo_id, folder_path=str(folder), repo_type="model",
-                                   commit_message=f"Upload {Path(folder).name} (gan_accel export)")
+        commit = api.upload_folder(
+            repo_id=repo_id,
+            folder_path=str(folder),
+            repo_type="model",
+            commit_message=f"Upload {Path(folder).name} (gan_accel export)",
+        )
     except Exception as err:  # noqa: BLE001  # HTTP, connection, auth and validation errors all end here
         reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        raise UserError(f"--push_to_hub: uploading {folder} to {repo_id} failed ({reason}); the export is kept "
-                        "on disk: check the token (--hub_token or `hf auth login`) and upload it again") from None
+        raise UserError(
+            f"--push_to_hub: uploading {folder} to {repo_id} failed ({reason}); the export is kept "
+            "on disk: check the token (--hub_token or `hf auth login`) and upload it again"
+        ) from None
     return str(getattr(commit, "commit_url", commit))
 
 

@@ -1,4 +1,5 @@
 """Small building blocks shared by the architectures."""
+
 from __future__ import annotations
 
 from typing import List, Optional

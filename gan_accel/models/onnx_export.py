@@ -5,6 +5,7 @@ dynamo-based one (torch's default) needs the ``onnxscript`` package, which a CPU
 rarely has, and these networks (convolutions, BatchNorm, embeddings) are exactly what the legacy
 exporter was built for; it also takes ``dynamic_axes`` for the batch dimension directly.
 """
+
 from __future__ import annotations
 
 import warnings
@@ -30,8 +31,9 @@ class GeneratorGraph(nn.Module):
         super().__init__()
         self.G = G
 
-    def forward(self, z: torch.Tensor, truncation_psi: torch.Tensor,
-                class_label: Optional[torch.Tensor] = None) -> torch.Tensor:
+    def forward(
+        self, z: torch.Tensor, truncation_psi: torch.Tensor, class_label: Optional[torch.Tensor] = None
+    ) -> torch.Tensor:
         return self.G(z * truncation_psi, class_label)
 
 
@@ -40,8 +42,10 @@ def require_onnx() -> None:
 
     missing = [name for name in ("onnx", "onnxruntime") if importlib.util.find_spec(name) is None]
     if missing:
-        raise UserError(f"ONNX export needs {' and '.join(missing)}: pip install 'gan_accel[onnx]' "
-                        f"(or pip install {' '.join(missing)})")
+        raise UserError(
+            f"ONNX export needs {' and '.join(missing)}: pip install 'gan_accel[onnx]' "
+            f"(or pip install {' '.join(missing)})"
+        )
 
 
 def export_generator_onnx(G: nn.Module, path: Path) -> dict:
@@ -69,8 +73,9 @@ def export_translator_onnx(G: nn.Module, path: Path, image_size: int) -> dict:
     return {"images": ["batch", G.channels, "height", "width"]}
 
 
-def _export(module: nn.Module, args: tuple, path: Path, input_names: list, dynamic_axes: dict,
-            output: str = "images") -> None:
+def _export(
+    module: nn.Module, args: tuple, path: Path, input_names: list, dynamic_axes: dict, output: str = "images"
+) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
@@ -81,8 +86,16 @@ def _export(module: nn.Module, args: tuple, path: Path, input_names: list, dynam
         warnings.simplefilter("ignore", DeprecationWarning)
         warnings.simplefilter("ignore", torch.jit.TracerWarning)
         warnings.filterwarnings("ignore", message=".*(Constant folding|instance_norm).*", category=UserWarning)
-        torch.onnx.export(module, args, str(tmp), input_names=input_names, output_names=[output],
-                          dynamic_axes=dynamic_axes, opset_version=OPSET, dynamo=False)
+        torch.onnx.export(
+            module,
+            args,
+            str(tmp),
+            input_names=input_names,
+            output_names=[output],
+            dynamic_axes=dynamic_axes,
+            opset_version=OPSET,
+            dynamo=False,
+        )
     tmp.replace(path)  # a half-written graph never takes the name of a good one
 
 

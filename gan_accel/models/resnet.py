@@ -9,6 +9,7 @@ Widths: at 16x16 and 32x32 every block is ``g_channels`` / ``d_channels`` wide (
 128); at 64x64 G halves from 8x towards the output and D doubles up to 8x (SNGAN's ImageNet/STL
 layout), so ``g_channels`` / ``d_channels`` is the width at full resolution.
 """
+
 from __future__ import annotations
 
 import math
@@ -26,9 +27,11 @@ RESNET_SIZES = (16, 32, 64)
 # Per image size: G's width multipliers (4x4 input, then the output of each up block) and D's
 # blocks as (width multiplier, downsample). D ends at 8x8 (16, 32) or 4x4 (64).
 G_PLAN = {16: (1, 1, 1), 32: (1, 1, 1, 1), 64: (8, 8, 4, 2, 1)}
-D_PLAN = {16: ((1, True), (1, False), (1, False)),
-          32: ((1, True), (1, True), (1, False), (1, False)),
-          64: ((1, True), (2, True), (4, True), (8, True), (8, False))}
+D_PLAN = {
+    16: ((1, True), (1, False), (1, False)),
+    32: ((1, True), (1, True), (1, False), (1, False)),
+    64: ((1, True), (2, True), (4, True), (8, True), (8, False)),
+}
 
 
 def xavier_init(module: nn.Module) -> None:
@@ -63,7 +66,7 @@ class ConditionalBatchNorm2d(nn.Module):
         self.gain = nn.Embedding(num_classes, channels) if num_classes else None
         self.bias = nn.Embedding(num_classes, channels) if num_classes else None
         if num_classes:
-            nn.init.ones_(self.gain.weight)   # start as plain BN: gamma = 1, beta = 0
+            nn.init.ones_(self.gain.weight)  # start as plain BN: gamma = 1, beta = 0
             nn.init.zeros_(self.bias.weight)
 
     def forward(self, x: torch.Tensor, labels: Optional[torch.Tensor]) -> torch.Tensor:
@@ -129,8 +132,15 @@ def _widths(plan: Sequence[int], channels: int) -> list:
 class ResNetGenerator(nn.Module, PyTorchModelHubMixin):
     arch = "resnet"
 
-    def __init__(self, z_dim: int = 128, channels: int = 1, image_size: int = 32, g_channels: int = 256,
-                 num_classes: int = 0, g_norm: str = "batch") -> None:
+    def __init__(
+        self,
+        z_dim: int = 128,
+        channels: int = 1,
+        image_size: int = 32,
+        g_channels: int = 256,
+        num_classes: int = 0,
+        g_norm: str = "batch",
+    ) -> None:
         super().__init__()
         if image_size not in G_PLAN:
             raise ValueError(f"resnet generator: image_size must be one of {RESNET_SIZES}; got {image_size}")
@@ -139,7 +149,7 @@ class ResNetGenerator(nn.Module, PyTorchModelHubMixin):
         self.image_size = image_size
         self.num_classes = num_classes
         widths = _widths(G_PLAN[image_size], g_channels)
-        self.linear = nn.Linear(z_dim, 4 * 4 * widths[0])   # z -> [B, w0, 4, 4]
+        self.linear = nn.Linear(z_dim, 4 * 4 * widths[0])  # z -> [B, w0, 4, 4]
         self.blocks = nn.ModuleList(GBlock(a, b, num_classes, g_norm) for a, b in zip(widths[:-1], widths[1:]))
         self.bn = nn.BatchNorm2d(widths[-1]) if g_norm == "batch" else nn.Identity()
         self.to_image = nn.Conv2d(widths[-1], channels, 3, 1, 1)
@@ -149,14 +159,20 @@ class ResNetGenerator(nn.Module, PyTorchModelHubMixin):
         if self.num_classes and labels is None:
             raise ValueError("this generator is class-conditional: pass labels")
         h = self.linear(z).view(z.shape[0], -1, 4, 4)
-        for block in self.blocks:                            # each doubles the side
+        for block in self.blocks:  # each doubles the side
             h = block(h, labels)
         return torch.tanh(self.to_image(F.relu(self.bn(h))))
 
 
 class ResNetDiscriminator(nn.Module):
-    def __init__(self, channels: int = 1, image_size: int = 32, d_channels: int = 128, d_norm: str = "spectral",
-                 num_classes: int = 0) -> None:
+    def __init__(
+        self,
+        channels: int = 1,
+        image_size: int = 32,
+        d_channels: int = 128,
+        d_norm: str = "spectral",
+        num_classes: int = 0,
+    ) -> None:
         super().__init__()
         if image_size not in D_PLAN:
             raise ValueError(f"resnet discriminator: image_size must be one of {RESNET_SIZES}; got {image_size}")

@@ -6,6 +6,7 @@ recipe on the engine (:mod:`gan_accel.engine`).
 the logit cache), ``recipe`` (the declaration), ``evaluation`` (teacher, student, agreement,
 best-student export), ``train`` (the run).
 """
+
 from ..config import ClassifierDataArguments, ClassifierTrainArguments
 from .config import DistillArguments, DistillModelArguments
 

@@ -1,5 +1,6 @@
 """Evaluation of a distillation run: the teacher once, the student at every evaluation, how often
 they agree, the best student kept in ``OUTPUT_DIR/model``, and ``eval_results.json``."""
+
 from __future__ import annotations
 
 import json
@@ -38,17 +39,21 @@ class DistillEvaluator:
 
     def __call__(self) -> None:
         preds, labels, losses = gather_predictions(self.acc, self.engine.nets.student, self.eval_loader)
-        metrics = {**scores_of(preds, labels, losses, self.num_labels),
-                   "eval/agreement": float((preds == self.teacher_preds).float().mean())}
+        metrics = {
+            **scores_of(preds, labels, losses, self.num_labels),
+            "eval/agreement": float((preds == self.teacher_preds).float().mean()),
+        }
         step = self.run.state.step
         self.last = metrics
         self.last_step = step
         kept = self.keep(metrics)
         self.engine.logger.write(step, metrics)
-        self.run.print(f"step {step}: accuracy {metrics['eval/accuracy']:.4f} (teacher "
-                       f"{self.teacher_metrics['eval/accuracy']:.4f})  f1_macro {metrics['eval/f1_macro']:.4f}  "
-                       f"agreement {metrics['eval/agreement']:.4f}  samples {int(metrics['eval/samples'])}"
-                       + ("  (best so far: saved)" if kept else ""))
+        self.run.print(
+            f"step {step}: accuracy {metrics['eval/accuracy']:.4f} (teacher "
+            f"{self.teacher_metrics['eval/accuracy']:.4f})  f1_macro {metrics['eval/f1_macro']:.4f}  "
+            f"agreement {metrics['eval/agreement']:.4f}  samples {int(metrics['eval/samples'])}"
+            + ("  (best so far: saved)" if kept else "")
+        )
 
     def export(self, metrics: Dict[str, float]) -> None:
         """The best student so far: ``save_pretrained`` model + the tokenizer, written atomically."""
@@ -73,8 +78,10 @@ class DistillEvaluator:
         results = {
             "student": {"final": {"step": self.last_step, **self.last}, "best": self.best_record()},
             "teacher": self.teacher_metrics,
-            "parameters": {"student": parameter_count(self.engine.module("student")),
-                           "teacher": parameter_count(self.engine.module("teacher"))},
+            "parameters": {
+                "student": parameter_count(self.engine.module("student")),
+                "teacher": parameter_count(self.engine.module("teacher")),
+            },
             "steps": self.run.state.step,
             "final_lr": self.engine.schedulers["student"].get_last_lr()[0],
             **extra,

@@ -3,6 +3,7 @@
 Both are loaded (and checked) before the run folder is touched, so a wrong label set or a
 tokenizer with another vocabulary stops with one line and leaves nothing behind.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -21,8 +22,10 @@ def _load(flag: str, name: str, what: str, load: Callable[[], Any]) -> Any:
         loaded = load()
     except (OSError, ValueError) as err:
         first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        raise UserError(f"--{flag} {name}: could not load its {what} ({first}); pass a local folder written by "
-                        "save_pretrained (a Hub name must already be in the Hugging Face cache offline)") from None
+        raise UserError(
+            f"--{flag} {name}: could not load its {what} ({first}); pass a local folder written by "
+            "save_pretrained (a Hub name must already be in the Hugging Face cache offline)"
+        ) from None
     if what == "tokenizer":
         check_tokenizer(flag, name, loaded)
     return loaded
@@ -39,10 +42,14 @@ def check_labels(teacher_config, label_names: List[str], teacher_path: str) -> N
     if theirs == list(label_names):
         return
     if sorted(theirs) == sorted(label_names):
-        raise UserError(f"--teacher_model_name_or_path {teacher_path}: its labels {theirs} are the data's in another "
-                        f"order ({list(label_names)}); pass --label_names {' '.join(theirs)}")
-    raise UserError(f"--teacher_model_name_or_path {teacher_path}: its labels {theirs} differ from the data's "
-                    f"{list(label_names)}; distil a teacher fine-tuned on this label set (or fix --label_names)")
+        raise UserError(
+            f"--teacher_model_name_or_path {teacher_path}: its labels {theirs} are the data's in another "
+            f"order ({list(label_names)}); pass --label_names {' '.join(theirs)}"
+        )
+    raise UserError(
+        f"--teacher_model_name_or_path {teacher_path}: its labels {theirs} differ from the data's "
+        f"{list(label_names)}; distil a teacher fine-tuned on this label set (or fix --label_names)"
+    )
 
 
 def check_vocabulary(teacher_tokenizer, student_tokenizer, student_path: str) -> None:
@@ -52,16 +59,18 @@ def check_vocabulary(teacher_tokenizer, student_tokenizer, student_path: str) ->
     if t == s:
         return
     differ = len(set(t.items()) ^ set(s.items()))
-    raise UserError(f"--student_model_name_or_path {student_path}: its tokenizer vocabulary ({len(s)} tokens) is not "
-                    f"the teacher's ({len(t)} tokens; {differ} entries differ); both read the same token ids: use a "
-                    "student with the teacher's tokenizer, or --student_from_teacher")
+    raise UserError(
+        f"--student_model_name_or_path {student_path}: its tokenizer vocabulary ({len(s)} tokens) is not "
+        f"the teacher's ({len(t)} tokens; {differ} entries differ); both read the same token ids: use a "
+        "student with the teacher's tokenizer, or --student_from_teacher"
+    )
 
 
 @dataclass
 class TeacherAndStudent:
     teacher: torch.nn.Module
     student: torch.nn.Module
-    tokenizer: Any            # the teacher's: tokenises the data and is saved with the student
+    tokenizer: Any  # the teacher's: tokenises the data and is saved with the student
 
 
 def load_teacher(args: DistillModelArguments, label_names: List[str]):
@@ -95,9 +104,18 @@ def load_student(args: DistillModelArguments, teacher, label_names: List[str]):
     else:
         path = args.student_model_name_or_path
         flag = "student_model_name_or_path"
-        student = _load(flag, path, "model", lambda: AutoModelForSequenceClassification.from_pretrained(
-            path, num_labels=len(label_names), id2label=dict(enumerate(label_names)),
-            label2id={name: i for i, name in enumerate(label_names)}, ignore_mismatched_sizes=True))
+        student = _load(
+            flag,
+            path,
+            "model",
+            lambda: AutoModelForSequenceClassification.from_pretrained(
+                path,
+                num_labels=len(label_names),
+                id2label=dict(enumerate(label_names)),
+                label2id={name: i for i, name in enumerate(label_names)},
+                ignore_mismatched_sizes=True,
+            ),
+        )
     if args.gradient_checkpointing:
         # Non-reentrant checkpointing works under DDP (transformers 5 renamed the method).
         enable = getattr(student, "activation_checkpointing_enable", None)
@@ -110,8 +128,13 @@ def load_student(args: DistillModelArguments, teacher, label_names: List[str]):
     return student
 
 
-def load_networks(args: DistillModelArguments, label_names: List[str], alpha_cos: float = 0.0,
-                  max_length: Optional[int] = None, pair: bool = False) -> TeacherAndStudent:
+def load_networks(
+    args: DistillModelArguments,
+    label_names: List[str],
+    alpha_cos: float = 0.0,
+    max_length: Optional[int] = None,
+    pair: bool = False,
+) -> TeacherAndStudent:
     """Teacher and student, every check done on tokenizers and configs before weights are read
     (loading weights prints progress bars: an error must stay one line). ``max_length``: the
     data's ``--max_length``, checked against the tokenizer and both models' position embeddings."""
@@ -145,5 +168,7 @@ def check_widths(teacher_config, student_config, alpha_cos: float) -> None:
     t = hidden_width(teacher_config)
     s = hidden_width(student_config)
     if alpha_cos > 0 and t != s:
-        raise UserError(f"--alpha_cos {alpha_cos}: the student's hidden width ({s}) is not the teacher's ({t}); "
-                        "use --alpha_cos 0 or a student of the teacher's width")
+        raise UserError(
+            f"--alpha_cos {alpha_cos}: the student's hidden width ({s}) is not the teacher's ({t}); "
+            "use --alpha_cos 0 or a student of the teacher's width"
+        )

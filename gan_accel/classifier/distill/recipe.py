@@ -8,6 +8,7 @@ The teacher's logits come from its forward on the same micro-batch, or from the 
 once before training (``--cache_teacher_logits``): a tensor ``[N, C]`` indexed by each example's
 position in the training set.
 """
+
 from __future__ import annotations
 
 from typing import List, Mapping, Optional
@@ -30,7 +31,7 @@ class TeacherLogits:
         self.logits: Optional[torch.Tensor] = None
 
     def lookup(self, example_ids: torch.Tensor) -> torch.Tensor:
-        return self.logits[example_ids]                                           # [B, C]
+        return self.logits[example_ids]  # [B, C]
 
 
 def distill_loss_fn(args: DistillArguments, cache: TeacherLogits):
@@ -47,16 +48,28 @@ def distill_loss_fn(args: DistillArguments, cache: TeacherLogits):
         elif args.alpha_kd > 0:
             teacher_logits = cache.lookup(batch[EXAMPLE_ID])
         pair = (out.hidden_states[-1], teacher_hidden, batch["attention_mask"]) if hidden else None
-        return distillation_loss(out.logits, teacher_logits, batch["labels"], alpha_kd=args.alpha_kd,
-                                 alpha_ce=args.alpha_ce, temperature=args.temperature, alpha_cos=args.alpha_cos,
-                                 hidden=pair)
+        return distillation_loss(
+            out.logits,
+            teacher_logits,
+            batch["labels"],
+            alpha_kd=args.alpha_kd,
+            alpha_ce=args.alpha_ce,
+            temperature=args.temperature,
+            alpha_cos=args.alpha_cos,
+            hidden=pair,
+        )
 
     return loss
 
 
 class DistillRecipe:
-    def __init__(self, args: DistillArguments, train_args: ClassifierTrainArguments, length: ScheduleLength,
-                 cache: TeacherLogits) -> None:
+    def __init__(
+        self,
+        args: DistillArguments,
+        train_args: ClassifierTrainArguments,
+        length: ScheduleLength,
+        cache: TeacherLogits,
+    ) -> None:
         self.args = args
         self.train_args = train_args
         self.length = length
@@ -69,10 +82,13 @@ class DistillRecipe:
             return build_optimizer(modules[0], train_args)  # the classifier's: no decay on biases/LayerNorm
 
         return Recipe(
-            networks=[Network("student", networks["student"], optimizer="student"),
-                      Network("teacher", networks["teacher"])],
-            optimizers=[Optimizer("student", make_optimizer, self.length.lr_schedule(),
-                                  max_grad_norm=train_args.max_grad_norm)],
+            networks=[
+                Network("student", networks["student"], optimizer="student"),
+                Network("teacher", networks["teacher"]),
+            ],
+            optimizers=[
+                Optimizer("student", make_optimizer, self.length.lr_schedule(), max_grad_norm=train_args.max_grad_norm)
+            ],
             phases=[Phase("distill", trains=["student"], loss=distill_loss_fn(self.args, self.cache))],
             progress="student",
         )

@@ -7,6 +7,7 @@ every weight outside the layer stack (embeddings, pooler, classification head) i
 student's layer i is the teacher's layer ``round(i x (L_t - 1) / (L_s - 1))``: evenly spaced,
 first and last kept; for 12 -> 6 that is DistilBERT's own choice, layers 0, 2, 4, 7, 9, 11.
 """
+
 from __future__ import annotations
 
 import copy
@@ -20,7 +21,9 @@ from ...errors import UserError
 def layer_map(teacher_layers: int, student_layers: int) -> List[int]:
     """Teacher layer index copied into each student layer (evenly spaced, first and last kept)."""
     if not 1 <= student_layers <= teacher_layers:
-        raise UserError(f"--student_layers {student_layers}: must be between 1 and the teacher's {teacher_layers} layers")
+        raise UserError(
+            f"--student_layers {student_layers}: must be between 1 and the teacher's {teacher_layers} layers"
+        )
     if student_layers == 1:
         return [0]
     return [round(i * (teacher_layers - 1) / (student_layers - 1)) for i in range(student_layers)]
@@ -33,8 +36,10 @@ def layer_stack(model: torch.nn.Module) -> Tuple[str, torch.nn.ModuleList]:
     for name, module in model.named_modules():
         if isinstance(module, torch.nn.ModuleList) and len(module) == depth:
             return f"{name}.", module
-    raise UserError(f"--student_from_teacher: found no stack of {depth} transformer layers in the teacher "
-                    f"({type(model).__name__}); pass --student_model_name_or_path instead")
+    raise UserError(
+        f"--student_from_teacher: found no stack of {depth} transformer layers in the teacher "
+        f"({type(model).__name__}); pass --student_model_name_or_path instead"
+    )
 
 
 def student_from_teacher(teacher: torch.nn.Module, student_layers: int) -> torch.nn.Module:
@@ -50,7 +55,7 @@ def student_from_teacher(teacher: torch.nn.Module, student_layers: int) -> torch
     weights = {}
     for key in student.state_dict():
         if key.startswith(prefix):
-            index, rest = key[len(prefix):].split(".", 1)
+            index, rest = key[len(prefix) :].split(".", 1)
             weights[key] = source[f"{prefix}{mapping[int(index)]}.{rest}"]
         else:
             weights[key] = source[key]

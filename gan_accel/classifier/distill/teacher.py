@@ -11,6 +11,7 @@ The teacher is a network with no optimizer: placed and cast by Accelerate with
 ``prepare_model(teacher, evaluation_mode=True)``, which skips the DDP wrapper (DDP refuses a
 module none of whose parameters requires a gradient, and there is nothing to all-reduce).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -79,8 +80,12 @@ def fingerprint(teacher: torch.nn.Module, dataset, settings: Dict[str, object]) 
     digest = hashlib.sha256()
     for i in range(len(dataset)):
         digest.update(json.dumps(dataset[i]["input_ids"]).encode())
-    return {"teacher_sha256": weights_sha256(teacher), "examples": str(len(dataset)),
-            "input_ids_sha256": digest.hexdigest(), **{k: str(v) for k, v in sorted(settings.items())}}
+    return {
+        "teacher_sha256": weights_sha256(teacher),
+        "examples": str(len(dataset)),
+        "input_ids_sha256": digest.hexdigest(),
+        **{k: str(v) for k, v in sorted(settings.items())},
+    }
 
 
 def tensor_sha256(t: torch.Tensor) -> str:
@@ -104,8 +109,9 @@ def compute_teacher_logits(accelerator, teacher, loader, num_labels: int) -> tor
     return logits
 
 
-def load_cached_logits(path: Path, expected: Dict[str, str],
-                       warn: Callable[[str], None] = print) -> Optional[torch.Tensor]:
+def load_cached_logits(
+    path: Path, expected: Dict[str, str], warn: Callable[[str], None] = print
+) -> Optional[torch.Tensor]:
     """The cached logits when ``path`` holds them for exactly this teacher, data and settings,
     and they pass their hash; else None (``warn`` says why when the file is damaged)."""
     from safetensors import safe_open
@@ -120,8 +126,10 @@ def load_cached_logits(path: Path, expected: Dict[str, str],
                 return None  # another teacher, data or settings: stale, not damaged
             logits = f.get_tensor("logits")
     except Exception as err:  # noqa: BLE001 - a truncated or garbled file fails in many ways
-        warn(f"warning: {path} is damaged ({str(err).splitlines()[0] if str(err) else type(err).__name__}); "
-             "computing the teacher logits again")
+        warn(
+            f"warning: {path} is damaged ({str(err).splitlines()[0] if str(err) else type(err).__name__}); "
+            "computing the teacher logits again"
+        )
         return None
     if checksum != tensor_sha256(logits):
         warn(f"warning: {path} does not match its hash (a damaged file); computing the teacher logits again")
@@ -154,20 +162,29 @@ def fill_logit_cache(engine, data, collate, batch_size: int, settings: Dict[str,
         # Its own generator: creating a loader's iterator draws a seed, from the global RNG by
         # default, which would shift the student's dropout stream; with it, a run with the cache
         # draws the same dropout masks as one without.
-        loader = DataLoader(data.train, batch_size=batch_size, shuffle=False, collate_fn=collate,
-                            generator=torch.Generator().manual_seed(0))
+        loader = DataLoader(
+            data.train,
+            batch_size=batch_size,
+            shuffle=False,
+            collate_fn=collate,
+            generator=torch.Generator().manual_seed(0),
+        )
         return compute_teacher_logits(engine.accelerator, engine.nets.teacher, loader, len(data.label_names))
 
-    logits, reused = cached_teacher_logits(engine.accelerator, engine.run.output_dir, meta, compute,
-                                           warn=engine.run.print)
+    logits, reused = cached_teacher_logits(
+        engine.accelerator, engine.run.output_dir, meta, compute, warn=engine.run.print
+    )
     seconds = time.perf_counter() - start
-    engine.run.print(f"teacher logits for {len(data.train)} training examples: "
-                     f"{'reused from the run folder' if reused else 'computed'} in {seconds:.1f} s")
+    engine.run.print(
+        f"teacher logits for {len(data.train)} training examples: "
+        f"{'reused from the run folder' if reused else 'computed'} in {seconds:.1f} s"
+    )
     return logits, {"teacher_cache_seconds": seconds, "teacher_cache_reused": reused}
 
 
-def cached_teacher_logits(accelerator, run_dir: Path, meta: Dict[str, str], compute,
-                          warn: Callable[[str], None] = print) -> Tuple[torch.Tensor, bool]:
+def cached_teacher_logits(
+    accelerator, run_dir: Path, meta: Dict[str, str], compute, warn: Callable[[str], None] = print
+) -> Tuple[torch.Tensor, bool]:
     """``(logits on the accelerator's device, reused)``: from ``RUN_DIR/teacher_logits.safetensors``
     when it matches ``meta``, else ``compute()`` on every rank, saved by the main process."""
     path = Path(run_dir) / CACHE_FILE

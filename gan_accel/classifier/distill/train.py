@@ -1,6 +1,7 @@
 """The distillation task: the classifier's data and batching, a frozen teacher and a student
 (:mod:`.recipe`), the teacher-logit cache, evaluation against the teacher, the student export.
 The runner (:mod:`gan_accel.runner`) runs it."""
+
 from __future__ import annotations
 
 from ...engine import Hook
@@ -22,11 +23,22 @@ class DistillTrainer(ClassifierTrainer):
 
     project = "distill"
     desc = "distil"
-    configs = {"data_args": ClassifierDataArguments, "model_args": DistillModelArguments,
-               "distill_args": DistillArguments, "args": ClassifierTrainArguments}
-    outputs = (Output("model", label="student", checked=MODEL_CHECK), Output("eval_results.json", label="results"),
-               Output(CACHE_FILE, "cache", checked="hash of its logits; rebuilt when the teacher's weights (by hash), "
-                                                   "the token ids, --max_length or the padding differ"))
+    configs = {
+        "data_args": ClassifierDataArguments,
+        "model_args": DistillModelArguments,
+        "distill_args": DistillArguments,
+        "args": ClassifierTrainArguments,
+    }
+    outputs = (
+        Output("model", label="student", checked=MODEL_CHECK),
+        Output("eval_results.json", label="results"),
+        Output(
+            CACHE_FILE,
+            "cache",
+            checked="hash of its logits; rebuilt when the teacher's weights (by hash), "
+            "the token ids, --max_length or the padding differ",
+        ),
+    )
 
     def check_settings(self) -> None:
         if self.args.local_sgd_steps:
@@ -41,8 +53,13 @@ class DistillTrainer(ClassifierTrainer):
         self.raw = raw
         set_seed(self.run_args.seed)  # a student checkpoint with another head gets a fresh one, drawn from this
         # --max_length is checked against both tokenizers and both models before any weights load.
-        self.nets = load_networks(self.model_args, raw.label_names, self.distill_args.alpha_cos,
-                                  self.data_args.max_length, pair=bool(self.data_args.text_pair_column))
+        self.nets = load_networks(
+            self.model_args,
+            raw.label_names,
+            self.distill_args.alpha_cos,
+            self.data_args.max_length,
+            pair=bool(self.data_args.text_pair_column),
+        )
         self.tokenizer = self.nets.tokenizer
         data = encode_data(raw, self.data_args, self.tokenizer)
         self.data = ClassificationData(IndexedDataset(data.train), data.validation, data.label_names)
@@ -52,27 +69,43 @@ class DistillTrainer(ClassifierTrainer):
         train_dl, eval_dl, _ = self.loaders()
         self.collate = train_dl.collate_fn
         # Sized from the UNPREPARED loader: the engine converts updates into scheduler ticks.
-        length = schedule_length(len(train_dl), acc.num_processes, self.args, self.run_args.gradient_accumulation_steps)
+        length = schedule_length(
+            len(train_dl), acc.num_processes, self.args, self.run_args.gradient_accumulation_steps
+        )
         self.cache = TeacherLogits()
         recipe = DistillRecipe(self.distill_args, self.args, length, self.cache)
-        self.run.print(f"labels: {self.data.label_names}  train: {len(self.data.train)}  validation: "
-                       f"{len(self.data.validation)}  optimizer updates: {length.total_updates} "
-                       f"(warm-up {length.warmup_updates})")
-        return Plan(recipe.recipe({"student": self.nets.student, "teacher": self.nets.teacher}), train_dl,
-                    length.total_updates, eval_loaders=[eval_dl])
+        self.run.print(
+            f"labels: {self.data.label_names}  train: {len(self.data.train)}  validation: "
+            f"{len(self.data.validation)}  optimizer updates: {length.total_updates} "
+            f"(warm-up {length.warmup_updates})"
+        )
+        return Plan(
+            recipe.recipe({"student": self.nets.student, "teacher": self.nets.teacher}),
+            train_dl,
+            length.total_updates,
+            eval_loaders=[eval_dl],
+        )
 
     def hooks(self) -> list:
         args = self.distill_args
         self.record = {"cache_teacher_logits": args.cache_teacher_logits}
         if args.cache_teacher_logits and args.alpha_kd > 0:
-            settings = {"max_length": self.data_args.max_length,
-                        "pad_to_multiple_of": self.data_args.padding_multiple(self.accelerator.device.type)}
-            self.cache.logits, record = fill_logit_cache(self.engine, self.data, self.collate,
-                                                         self.args.eval_batch_size or 2 * self.args.batch_size, settings)
+            settings = {
+                "max_length": self.data_args.max_length,
+                "pad_to_multiple_of": self.data_args.padding_multiple(self.accelerator.device.type),
+            }
+            self.cache.logits, record = fill_logit_cache(
+                self.engine, self.data, self.collate, self.args.eval_batch_size or 2 * self.args.batch_size, settings
+            )
             self.record.update(record)
-        self.evaluator = DistillEvaluator(self.engine, self.tokenizer, self.engine.eval_loaders[0],
-                                          len(self.data.label_names), self.args.metric_for_best_model,
-                                          self.args.greater_is_better)
+        self.evaluator = DistillEvaluator(
+            self.engine,
+            self.tokenizer,
+            self.engine.eval_loaders[0],
+            len(self.data.label_names),
+            self.args.metric_for_best_model,
+            self.args.greater_is_better,
+        )
         return [Hook(self.evaluator, every=self.args.eval_every, at_end=True, at_epoch_end=True)]
 
     def train_engine(self) -> bool:
