@@ -40,22 +40,25 @@ class ClassifierTrainer(Task):
         """Files and tokenizer: a bad file or model name fails before the run folder is touched."""
         self.raw = read_labelled_rows(self.data_args)
         self.tokenizer = load_tokenizer(self.model_args)
-        # Against the tokenizer's special tokens and the model's position embeddings, before any text is encoded.
-        check_max_length(
-            self.data_args.max_length,
-            self.tokenizer,
-            [load_config(self.model_args)],
-            pair=bool(self.data_args.text_pair_column),
-        )
         self.data = encode_data(self.raw, self.data_args, self.tokenizer)
 
     def check(self) -> None:
-        """The schedule's checks (warm-up shorter than the run), from the data's size."""
+        """The schedule's checks (warm-up shorter than the run), from the data's size; then --max_length."""
         schedule_length(
             math.ceil(len(self.data.train) / self.args.batch_size),
             self.accelerator.num_processes,
             self.args,
             self.run_args.gradient_accumulation_steps,
+        )
+        self.check_max_length()
+
+    def check_max_length(self) -> None:
+        """Against the tokenizer's special tokens and the model's position embeddings."""
+        check_max_length(
+            self.data_args.max_length,
+            self.tokenizer,
+            [load_config(self.model_args)],
+            pair=bool(self.data_args.text_pair_column),
         )
 
     def data_fingerprint(self) -> dict:

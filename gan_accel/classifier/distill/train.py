@@ -64,6 +64,9 @@ class DistillTrainer(ClassifierTrainer):
         data = encode_data(raw, self.data_args, self.tokenizer)
         self.data = ClassificationData(IndexedDataset(data.train), data.validation, data.label_names)
 
+    def check_max_length(self) -> None:
+        """Done in read_data: load_networks checks both tokenizers and models before any weights load."""
+
     def build(self) -> Plan:
         acc = self.accelerator
         train_dl, eval_dl, _ = self.loaders()
