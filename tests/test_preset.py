@@ -70,6 +70,12 @@ def test_explicit_flags_win():
     assert train.batch_size == 16 and train.lr_g == 2e-4 and train.ada is False
     assert model.g_channels == 48 and data.channels == 3 and evaluation.num_evaluations == 10
     assert any(line.startswith("  --batch_size 16 (your flag") for line in lines)
+    # A cadence given by the user wins over the preset's count of the same events.
+    (_, _, train, evaluation, _), lines = apply(
+        configs, choose(DataFacts(8000, 64, True, True, "cpu")), {"sample_every", "eval_every"}
+    )
+    assert train.num_grids == 0 and evaluation.num_evaluations == 0
+    assert "  --num_grids 0 (your --sample_every wins; the preset would use 20)" in lines
 
 
 def test_when_the_preset_applies():
@@ -91,6 +97,16 @@ def photo_folder(root, per_class=6):
 def test_folder_facts(tmp_path):
     facts = folder_facts(str(photo_folder(tmp_path / "d")), "cpu", None)
     assert (facts.num_images, facts.native_size, facts.colour, facts.labelled) == (12, 40, True, True)
+    assert facts.num_classes == 2
+
+
+def test_no_evaluation_when_the_classes_are_too_small_for_the_domain_features():
+    # 48 images in 10 class folders (the README's example folder): the domain classifier would
+    # refuse to serve and stop the run.
+    small = {c.field: c.value for c in choose(DataFacts(48, 64, True, True, "cpu", num_classes=10))}
+    assert small["num_evaluations"] == 0 and "eval_real_images" not in small
+    enough = {c.field: c.value for c in choose(DataFacts(600, 64, True, True, "cpu", num_classes=10))}
+    assert enough["num_evaluations"] == 10
 
 
 def test_the_script_applies_it_to_a_folder_and_prints_why(tmp_path, capsys):
@@ -100,7 +116,7 @@ def test_the_script_applies_it_to_a_folder_and_prints_why(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "--preset auto (12 images, 40 px, colour, labelled, cpu, no --time_budget)" in out
     assert "  --channels 3: the first image is colour" in out and "  --g_channels 8 (your flag" in out
-    assert '"g_channels": 8' in out and '"channels": 3' in out and '"ada": true' in out
+    assert '"g_channels": 8' in out and '"channels": 3' in out and '"ada": true' in out and '"preset": "auto"' in out
     assert train_gan([*folder, "--preset", "none", "--dry_run"]) == 0
     out = capsys.readouterr().out
     assert "--preset auto" not in out and '"channels": 1' in out

@@ -18,6 +18,9 @@ SMALL_DATASET = 2_000  # below: D memorises the set within minutes; augment from
 LARGE_DATASET = 50_000  # from here: enough images that augmentation costs more than it saves
 NUM_EVALUATIONS = 10  # evaluations over a run: enough for a useful best, cheap against training
 NUM_GRIDS = 20  # frames of samples/training.gif
+# Fewer images of a class than this and the one-off domain classifier cannot learn to tell the
+# classes apart (it refuses to serve below 90% held-out accuracy, which would stop the run).
+MIN_IMAGES_PER_CLASS = 50
 
 
 @dataclass(frozen=True)
@@ -31,6 +34,7 @@ class DataFacts:
     device: str  # "cpu" or "cuda"
     budget_s: Optional[float] = None
     cache_dir: Optional[str] = None  # where evaluation caches may be shared between runs
+    num_classes: int = 0  # class sub-folders (0: unknown or none)
 
 
 @dataclass(frozen=True)
@@ -92,7 +96,15 @@ def choose(facts: DataFacts) -> List[Choice]:
             "p may go 0 -> 1 within "
             + (f"{kimg:.0f}k images: a small set overfits fast" if kimg < 20 else f"{kimg:.0f}k images"),
         )
-    if facts.labelled:
+    per_class = n / facts.num_classes if n is not None and facts.num_classes else None
+    if facts.labelled and per_class is not None and per_class < MIN_IMAGES_PER_CLASS:
+        pick(
+            "num_evaluations",
+            0,
+            f"{per_class:.0f} images per class sub-folder: the domain features need at least "
+            f"{MIN_IMAGES_PER_CLASS} of each (pass --num_evaluations to try anyway)",
+        )
+    elif facts.labelled:
         pick(
             "num_evaluations",
             NUM_EVALUATIONS,
@@ -135,6 +147,10 @@ def explicit_flags(
     return names
 
 
+# A count over the run replaces a cadence: a cadence the user gives keeps its count at 0 (off).
+CADENCE_OF = {"num_grids": "sample_every", "num_evaluations": "eval_every"}
+
+
 def apply(configs: Tuple, choices: List[Choice], explicit: Set[str]) -> Tuple[tuple, List[str]]:
     """``configs`` with each choice applied to the dataclass that has the field, unless the user
     set it; and one line per choice saying what was chosen and why (or that the flag won)."""
@@ -151,6 +167,10 @@ def apply(configs: Tuple, choices: List[Choice], explicit: Set[str]) -> Tuple[tu
                 f"  --{choice.field} {getattr(updated[owner], choice.field)} (your flag; the preset would "
                 f"use {choice.value}: {choice.reason})"
             )
+            continue
+        cadence = CADENCE_OF.get(choice.field)
+        if cadence in explicit:
+            lines.append(f"  --{choice.field} 0 (your --{cadence} wins; the preset would use {choice.value})")
             continue
         updated[owner] = dataclasses.replace(updated[owner], **{choice.field: choice.value})
         lines.append(f"  --{choice.field} {choice.value}: {choice.reason}")
@@ -186,6 +206,7 @@ def folder_facts(data_dir: Optional[str], device: str, budget_s: Optional[float]
         labelled=labels is not None and len(class_names) >= 2,
         device=device,
         budget_s=budget_s,
+        num_classes=len(class_names) if labels is not None else 0,
     )
 
 
@@ -221,6 +242,8 @@ def resolve(configs: Tuple, argv: Optional[Sequence[str]], print_fn=print) -> Tu
     file_keys = load_config_file(config_path).keys() if config_path else ()
     explicit = explicit_flags(argv, file_keys, field_aliases(tuple(type(c) for c in configs)))
     configs, lines = apply(configs, choose(facts), explicit)
+    data, model, train, evaluation, run = configs
+    configs = (data, model, dataclasses.replace(train, preset="auto"), evaluation, run)  # config.json says so
     # Printed by the script before Accelerate starts: under torchrun, by the first local process only.
     if os.environ.get("LOCAL_RANK", "0") == "0":
         described = ", ".join(
