@@ -131,6 +131,7 @@ def test_p_rises_when_d_overfits_a_tiny_set_and_stays_down_when_it_does_not(tmp_
     records, out = ada_run(tmp_path, "overfit", "--lr_d", "2e-3")
     assert records[-1]["aug/p"] > 0.2 and records[-1]["aug/rt"] > 0.6
     assert records[-1]["aug/p"] > records[0]["aug/p"]
+    assert (out / "plots" / "aug.png").is_file()  # p and r_t over the run
     saved = load_file(str(out / "checkpoints" / "step_00000060" / "ada.safetensors"))
     assert saved["p"].item() > 0.2
     # From p = 0.5 with a D that barely learns (its BatchNorm keeps its logits centred: about half

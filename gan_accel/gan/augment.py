@@ -6,7 +6,7 @@ of transforms to real AND fake inputs of D, in the D step and in the G step, and
 is differentiable in the pixels, so G's gradient flows back through it.
 
 All randomness comes from the ``generator`` argument: the same generator state gives the same
-transform. The trainer seeds one per micro-step (``StepNoise.generator_for(step, AUGMENT)``) and
+transform. The recipe seeds one per micro-step (``RandomStreams.generator("augment", step)``) and
 re-seeds it for each call, so the real and the fake batch of a step get the same random parameters
 (sample ``i`` of each is shifted/cut/recoloured alike), and a resumed run draws what the
 uninterrupted run drew.
