@@ -195,10 +195,17 @@ class Task:
 
     # ---- the command line --------------------------------------------------------------
     @classmethod
+    def resolve_settings(cls, configs: tuple, argv: Optional[Sequence[str]]) -> tuple:
+        """The parsed configs (in ``config_types`` order) as the task runs them: a task may fill in
+        settings from its data, e.g. the GAN's ``--preset auto``, where ``argv`` tells which flags the
+        user gave (those win). Default: unchanged."""
+        return configs
+
+    @classmethod
     def main(cls, argv: Optional[Sequence[str]] = None, description: str = "") -> int:
         """A training script: parse flags (and ``--config``), ``--dry_run`` or train."""
         configs = parse_config(cls.config_types(), argv, description=description or cls.__doc__ or "")
-        task = cls(*configs, start=False)
+        task = cls(*cls.resolve_settings(configs, argv), start=False)
         if task.run_args.dry_run:
             print_and_save_config(None, config_to_dict(*task.config_values()), None)
             return 0

@@ -147,6 +147,17 @@ TRAIN_CASES = {
     "report_to unknown": (["--report_to", "mlfow"], "--report_to mlfow: unknown tracker mlfow"),
     "push_to_hub without repo": (["--push_to_hub"], "--push_to_hub needs --hub_model_id USER/NAME"),
     "mnist missing": (lambda tmp: ["--dataset", "mnist", "--data_dir", str(tmp / "mnist")], "--download"),
+    "time_budget": (["--time_budget", "soon"], "--time_budget 'soon' is not a duration; write e.g. 90s, 15m"),
+    "time_budget zero": (["--time_budget", "0m"], "--time_budget '0m': the duration must be positive"),
+    "preset choice": (["--preset", "fast"], "argument --preset: invalid choice: 'fast'"),
+    "ada_kimg zero": (["--ada_kimg", "0"], "--ada_kimg must be > 0"),
+    "ada_target": (["--ada_target", "1"], "--ada_target must be in (0, 1)"),
+    "ada_initial_p": (["--ada_initial_p", "2"], "--ada_initial_p must be in [0, 1]"),
+    "ada_transforms": (
+        ["--ada", "--ada_transforms", "xflip,shear"],
+        "--ada_transforms 'xflip,shear': unknown transform shear",
+    ),
+    "yaml time_budget": (config_file("time_budget: 15 minutes\n"), "--time_budget '15 minutes' is not a duration"),
 }
 
 

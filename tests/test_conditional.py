@@ -96,7 +96,7 @@ def test_conditional_samples_are_of_their_class(run_dir, classifier):
 
 
 def test_sample_grid_has_a_row_per_class(run_dir):
-    final = sorted((run_dir / "samples").iterdir())[-1]
+    final = sorted((run_dir / "samples").glob("step_*.png"))[-1]
     with Image.open(final) as img:
         assert img.size == (10 * 18 + 2, 10 * 18 + 2)  # 100 images: 10 rows (classes) x 10, 16 px + 2 padding
 

@@ -98,7 +98,11 @@ def test_two_processes_equal_one_process_on_the_global_batch(tmp_path, accum):
 
     # Written once: one metrics line per step, one grid per sample step, one export, both RNG files.
     assert [r["step"] for r in read_jsonl(ddp / "metrics.jsonl")] == list(range(1, 7))
-    assert sorted(p.name for p in (ddp / "samples").iterdir()) == ["step_000003.png", "step_000006.png"]
+    assert sorted(p.name for p in (ddp / "samples").iterdir()) == [
+        "step_000003.png",
+        "step_000006.png",
+        "training.gif",
+    ]
     assert {p.name for p in (ddp / "checkpoints" / "step_00000006").glob("random_states_*")} == {
         "random_states_0.pkl",
         "random_states_1.pkl",

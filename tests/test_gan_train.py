@@ -66,10 +66,12 @@ def test_train_writes_every_file(run_dir):
         assert all(isinstance(r[key], float) for r in records), key
 
     grids = sorted(p.name for p in (run_dir / "samples").iterdir())
-    assert grids == ["step_000006.png", "step_000012.png"]
+    assert grids == ["step_000006.png", "step_000012.png", "training.gif"]
     with Image.open(run_dir / "samples" / "step_000012.png") as img:
         # 16 images of 16 px + 2 px padding, as square as possible: 4 rows x 4 columns.
         assert img.size == (4 * 18 + 2, 4 * 18 + 2)
+    with Image.open(run_dir / "samples" / "training.gif") as gif:  # the grids, in step order, as frames
+        assert gif.n_frames == 2 and gif.size == (4 * 18 + 2, 4 * 18 + 2)
 
     ckpts = sorted(p.name for p in (run_dir / "checkpoints").iterdir())
     assert ckpts == ["step_00000008", "step_00000012"]  # total_limit 2 kept the newest two
@@ -178,6 +180,8 @@ def tensors_of(ckpt):
     out = {f"G.{k}": v for k, v in load_file(str(ckpt / "model.safetensors")).items()}
     out.update({f"D.{k}": v for k, v in load_file(str(ckpt / "model_1.safetensors")).items()})
     out.update({f"EMA.{k}": v for k, v in load_file(str(ckpt / "ema.safetensors")).items()})
+    if (ckpt / "ada.safetensors").is_file():
+        out.update({f"ADA.{k}": v for k, v in load_file(str(ckpt / "ada.safetensors")).items()})
     for name in ("optimizer.bin", "optimizer_1.bin"):
         opt = torch.load(ckpt / name, weights_only=True)
         for idx, st in opt["state"].items():
@@ -200,6 +204,9 @@ AUGMENT_R1 = dict(diffaugment="translation,cutout,color", r1_gamma=1.0, r1_inter
         (5, 2, dict(d_steps_per_g_step=2, **AUGMENT_R1)),
         # resumed exactly at the end of epoch 0 (14 batches).
         (7, 2, {}),
+        # ADA: p and its running sums resume (p is adjusted at step 4, 6, 8: across the split at 5)
+        # on top of DiffAugment.
+        (5, 1, dict(ada=True, ada_interval=2, ada_kimg=2.0, ada_target=0.1, diffaugment="translation")),
     ],
 )
 def test_resume_equals_uninterrupted_run(tmp_path, k, accum, extra):
@@ -227,6 +234,8 @@ def test_resume_equals_uninterrupted_run(tmp_path, k, accum, extra):
     sb = json.loads((tmp_path / "split" / "checkpoints" / last / "trainer_state.json").read_text())["state"]
     batches = 2 * k * accum * extra.get("d_steps_per_g_step", 1)
     assert sa == sb and sa["step"] == 2 * k and sa["epoch"] == batches // 14
+    if extra.get("ada"):
+        assert 0 < a["ADA.p"].item() < 1  # p moved, so its resume is tested
 
 
 def test_evaluation_during_training_keeps_the_best_generator(tmp_path):
@@ -289,7 +298,11 @@ def test_conditional_grids_with_the_default_sample_count(tmp_path):
         )
         == 0
     )
-    assert sorted(p.name for p in (out / "samples").iterdir()) == ["step_000001.png", "step_000002.png"]
+    assert sorted(p.name for p in (out / "samples").iterdir()) == [
+        "step_000001.png",
+        "step_000002.png",
+        "training.gif",
+    ]
     with Image.open(out / "samples" / "step_000002.png") as img:
         assert img.size == (7 * 18 + 2, 10 * 18 + 2)  # 7 columns, a row per class
     assert (out / "generator" / "model.safetensors").is_file()

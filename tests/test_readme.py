@@ -47,7 +47,9 @@ def cheapened(code: str, marker: str) -> str:
     """The block with its continuation lines joined and the marker's ARGS appended to each SCRIPT command."""
     lines = re.sub(r"\s*\\\n\s*", " ", code).splitlines()
     for spec in marker[len(CHEAP) :].split(";"):
-        script, _, args = spec.strip().partition(" ")
+        # The command is what precedes the first flag: "train_gan.py" or "gan-accel train-gan".
+        script, _, args = spec.strip().partition(" --")
+        args = f"--{args}"
         assert any(script in line for line in lines), f"{script} is not in the block it should make cheap:\n{code}"
         lines = [f"{line.split('#')[0].rstrip()} {args}" if script in line else line for line in lines]
     return "\n".join(lines)
@@ -166,8 +168,9 @@ SCRIPTS = (
     "plot_run",
     "export_onnx",
     "compare_metrics",
+    "make_photo_crops",
 )
-BENCHMARKS = ("bench", "bench_data", "bench_knobs", "bench_distill")
+BENCHMARKS = ("bench", "bench_data", "bench_knobs", "bench_distill", "photos")
 
 
 @functools.lru_cache(maxsize=None)  # one load of every script for all the documents

@@ -29,6 +29,10 @@ COMMANDS = {
     "distill-classifier": ("distill_classifier", "distil a fine-tuned classifier into a smaller student"),
     "predict": ("predict", "classify texts with a trained classifier"),
     "plot-run": ("plot_run", "draw a run's metrics.jsonl as plots"),
+    "make-photo-crops": (
+        "make_photo_crops",
+        "write a folder of crops of the bundled photos (development, benchmarks)",
+    ),
     "make-tiny-model": ("make_tiny_model", "train a tokenizer and save a tiny DistilBERT for offline runs"),
 }
 

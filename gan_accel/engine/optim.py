@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Callable, Iterable, List
 
 import torch
@@ -37,6 +38,8 @@ def build_scheduler(schedule: LRSchedule, optimizer, num_processes: int):
     (a scheduler is bound to the optimizer object it was built on)."""
     from transformers import get_scheduler
 
+    if schedule.length is not None:
+        schedule = LRSchedule("custom", factor=curve_factor(schedule.kind, schedule.warmup_updates, schedule.length))
     if schedule.kind == "custom":
         factor = schedule.factor
         P = num_processes
@@ -47,3 +50,21 @@ def build_scheduler(schedule: LRSchedule, optimizer, num_processes: int):
         num_warmup_steps=schedule.warmup_updates * num_processes,
         num_training_steps=schedule.total_updates * num_processes,
     )
+
+
+def curve_factor(kind: str, warmup_updates: int, total_updates: Callable[[], int]) -> Callable[[int], float]:
+    """The multiplier of the initial learning rate after ``n`` updates on transformers'
+    constant-with-warm-up, linear and cosine curves, with the length read at each call (a
+    ``LRSchedule.length``: a budgeted run's length is known only after it has measured itself)."""
+
+    def factor(n: int) -> float:
+        if n < warmup_updates:
+            return n / max(1, warmup_updates)
+        if kind == "constant":
+            return 1.0
+        progress = (n - warmup_updates) / max(1, total_updates() - warmup_updates)
+        if kind == "linear":
+            return max(0.0, 1.0 - progress)
+        return max(0.0, 0.5 * (1.0 + math.cos(math.pi * progress)))
+
+    return factor

@@ -35,6 +35,9 @@ class LRSchedule:
     warmup_updates: int = 0  # linear warm-up from 0 over this many updates
     total_updates: int = 0  # where linear/cosine reach 0 (unused by constant)
     factor: Optional[Callable[[int], float]] = None  # custom: the multiplier of the initial rate after n updates
+    # The length in run steps, read at every tick instead of total_updates: a run that learns its
+    # length while training (--time_budget) ends its linear/cosine curve with its last step.
+    length: Optional[Callable[[], int]] = None
 
     def __post_init__(self) -> None:
         if self.kind == "custom":
@@ -50,7 +53,11 @@ class LRSchedule:
         if self.kind == "custom":
             factor = self.factor
             return LRSchedule("custom", factor=lambda updates: factor(updates / ratio))
-        return LRSchedule(self.kind, round(self.warmup_updates * ratio), round(self.total_updates * ratio))
+        length = self.length
+        scaled_length = None if length is None else (lambda: round(length() * ratio))
+        return LRSchedule(
+            self.kind, round(self.warmup_updates * ratio), round(self.total_updates * ratio), length=scaled_length
+        )
 
 
 @dataclass

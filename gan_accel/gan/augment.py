@@ -6,7 +6,7 @@ of transforms to real AND fake inputs of D, in the D step and in the G step, and
 is differentiable in the pixels, so G's gradient flows back through it.
 
 All randomness comes from the ``generator`` argument: the same generator state gives the same
-transform. The trainer seeds one per micro-step (``StepNoise.generator_for(step, AUGMENT)``) and
+transform. The recipe seeds one per micro-step (``RandomStreams.generator("augment", step)``) and
 re-seeds it for each call, so the real and the fake batch of a step get the same random parameters
 (sample ``i`` of each is shifted/cut/recoloured alike), and a resumed run draws what the
 uninterrupted run drew.
@@ -105,10 +105,75 @@ def diff_augment(x: torch.Tensor, policy: Sequence[str], generator: torch.Genera
     return x
 
 
-def make_augment(policy: Sequence[str], make_generator: Callable[[], torch.Generator]) -> Optional[Augment]:
-    """An ``x -> augmented x`` callable that draws from a FRESHLY seeded generator on every call,
+# ---- adaptive augmentation (ADA, Karras et al. 2020) ------------------------------------------
+# Each transform is applied to each image with probability p (gan_accel.gan.ada adjusts p). The
+# paper's pipeline uses non-leaking transforms: at p < 0.8 or so, G cannot learn the augmentation
+# because the un-augmented image remains the most likely view. Flips and quarter turns are exact
+# pixel permutations (differentiable: indexing); the others are DiffAugment's transforms above.
+ADA_TRANSFORMS = ("xflip", "rotate90", "translation", "color", "cutout")
+
+
+def xflip(x: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+    """Mirror left-right (the gate in :func:`adaptive_augment` decides per image)."""
+    return x.flip(3)
+
+
+def rotate90(x: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+    """Rotate each (square) image by k quarter turns, k uniform in {0, 1, 2, 3}."""
+    turns = _randint(x, generator, 0, 4)
+    rotated = torch.stack([torch.rot90(x, k, dims=(2, 3)) for k in range(4)])  # [4, B, C, H, W]
+    return rotated[turns, torch.arange(x.shape[0], device=x.device)]
+
+
+_ADA_FUNCTIONS = {"xflip": xflip, "rotate90": rotate90, "translation": translation, "color": color, "cutout": cutout}
+
+
+def parse_ada_transforms(text: str) -> Tuple[str, ...]:
+    """``"xflip,color"`` -> ``("xflip", "color")``; unknown names raise ValueError."""
+    names = tuple(p.strip() for p in text.split(",") if p.strip())
+    unknown = [p for p in names if p not in ADA_TRANSFORMS]
+    if unknown:
+        raise ValueError(
+            f"unknown transform {', '.join(unknown)}; use a comma-separated subset of {', '.join(ADA_TRANSFORMS)}"
+        )
+    return names
+
+
+def adaptive_augment(x: torch.Tensor, p: float, transforms: Sequence[str], generator: torch.Generator) -> torch.Tensor:
+    """Apply each transform of ``transforms`` (in ADA_TRANSFORMS' order) to each image with
+    probability ``p``, independently. Every gate and every transform's parameters are drawn
+    whatever ``p`` is, so the random stream (and a resumed run) does not depend on ``p``'s value;
+    ``p == 0`` is the identity."""
+    if p <= 0:
+        return x
+    for name in ADA_TRANSFORMS:
+        if name in transforms:
+            gate = _rand(x, generator, 1, 1, 1) < p  # [B, 1, 1, 1]
+            x = torch.where(gate, _ADA_FUNCTIONS[name](x, generator), x)
+    return x
+
+
+def make_augment(
+    policy: Sequence[str],
+    make_generator: Callable[[], torch.Generator],
+    ada_p: float = 0.0,
+    ada_transforms: Sequence[str] = (),
+    make_ada_generator: Optional[Callable[[], torch.Generator]] = None,
+) -> Optional[Augment]:
+    """An ``x -> augmented x`` callable that draws from FRESHLY seeded generators on every call,
     so every batch it is applied to in one step (real, fake, GP/R1 inputs) gets the same
-    parameters; None when the policy is empty."""
-    if not policy:
+    parameters; None when the policy is empty and ADA is off or at p = 0. DiffAugment's fixed
+    policy first, then ADA's gated transforms at probability ``ada_p`` (drawn from their own
+    generator, ``make_ada_generator``: DiffAugment's draws stay those of a run without ADA)."""
+    use_ada = ada_p > 0 and bool(ada_transforms)
+    if not policy and not use_ada:
         return None
-    return lambda x: diff_augment(x, policy, make_generator())
+    if not use_ada:
+        return lambda x: diff_augment(x, policy, make_generator())
+    make_ada_generator = make_ada_generator or make_generator
+
+    def augment(x: torch.Tensor) -> torch.Tensor:
+        x = diff_augment(x, policy, make_generator()) if policy else x
+        return adaptive_augment(x, ada_p, ada_transforms, make_ada_generator())
+
+    return augment

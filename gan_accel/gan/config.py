@@ -9,11 +9,13 @@ from typing import Optional
 from ..config import CHANGEABLE, SAME, check_choice, check_positive, choice
 from ..data import DATASETS
 from ..errors import ConfigError
+from ..loop.budget import parse_duration
 from ..models import ARCHS, D_NORMS, G_NORMS, supported_sizes
-from .augment import parse_policy
+from .augment import parse_ada_transforms, parse_policy
 from .losses import LOSSES
 
 SCHEDULERS = ("constant", "linear", "cosine")
+PRESETS = ("auto", "none")
 IN_MEMORY = ("auto", "yes", "no")
 
 
@@ -171,6 +173,13 @@ class GANTrainArguments:
     sample_every: int = field(
         default=250, metadata={"resume": SAME, "help": "G updates between sample grids (0: only the final one)."}
     )
+    num_grids: int = field(
+        default=0,
+        metadata={
+            "resume": SAME,
+            "help": "Sample grids spread evenly over the run (the frames of samples/training.gif); 0: use --sample_every.",
+        },
+    )
     num_sample_images: int = field(
         default=64, metadata={"resume": SAME, "help": "Images in each sample grid (fixed noise)."}
     )
@@ -186,6 +195,58 @@ class GANTrainArguments:
         metadata={
             "resume": SAME,
             "help": "torch.compile G and D in place (checkpoint names unchanged); falls back to eager with a message where compilation is unavailable. Slow to start, pays off on long GPU runs.",
+        },
+    )
+    # Your own photos (docs/photos.md): adaptive augmentation, a wall-clock budget, the preset.
+    # ADA on or off changes what every checkpoint holds (ada.safetensors): refused on resume.
+    ada: bool = field(
+        default=False,
+        metadata={
+            "help": "Adaptive discriminator augmentation: each --ada_transforms transform is applied to every D input with a probability p adjusted to hold D's overfitting signal r_t = E[sign(D(real))] at --ada_target."
+        },
+    )
+    ada_target: float = field(
+        default=0.6,
+        metadata={"resume": CHANGEABLE, "help": "ADA's target for r_t (0.6 in the paper; lower augments more)."},
+    )
+    ada_kimg: float = field(
+        default=20.0,
+        metadata={
+            "resume": CHANGEABLE,
+            "help": "ADA's speed: thousands of real images over which p can go from 0 to 1 (500 in the paper, for runs of millions of images).",
+        },
+    )
+    ada_initial_p: float = field(
+        default=0.0,
+        metadata={
+            "resume": SAME,
+            "help": "ADA's p at the start of the run (a resumed run continues from its checkpoint's p).",
+        },
+    )
+    ada_interval: int = field(
+        default=4, metadata={"resume": CHANGEABLE, "help": "G updates between two adjustments of ADA's p."}
+    )
+    ada_transforms: str = field(
+        default="xflip,rotate90,translation,color,cutout",
+        metadata={
+            "resume": CHANGEABLE,
+            "help": "ADA's transforms, each applied per image with probability p: a comma-separated subset of xflip,rotate90,translation,color,cutout.",
+        },
+    )
+    # The budget is the whole run's (a resumed run keeps the total, saved in budget.safetensors):
+    # another budget, or none, on resume is refused.
+    time_budget: Optional[str] = field(
+        default=None,
+        metadata={
+            "help": "Wall-clock budget of the whole run, e.g. 90s, 15m, 2h: the run measures its pace and sets --max_steps (and the schedule's length) to end inside it, exports included; a resumed run keeps the total."
+        },
+    )
+    preset: Optional[str] = field(
+        default=None,
+        metadata={
+            "resume": SAME,
+            "help": "auto: choose the architecture, widths, batch size, learning rates, loss, regularisation, augmentation and evaluation from the data, the device and the budget (the default for --dataset folder/imagefolder without --config); none: the flags' defaults. Every explicit flag wins.",
+            "choices": list(PRESETS),
         },
     )
 
@@ -217,6 +278,25 @@ class GANTrainArguments:
             parse_policy(self.diffaugment)
         except ValueError as err:
             raise ConfigError(f"--diffaugment {self.diffaugment!r}: {err}") from None
+        check_positive("num_grids", self.num_grids, allow_zero=True)
+        if self.preset is not None:
+            check_choice("preset", self.preset, PRESETS)
+        check_positive("ada_kimg", self.ada_kimg)
+        check_positive("ada_interval", self.ada_interval)
+        if not 0.0 <= self.ada_initial_p <= 1.0:
+            raise ConfigError(f"--ada_initial_p must be in [0, 1]; got {self.ada_initial_p}")
+        if not 0.0 < self.ada_target < 1.0:
+            raise ConfigError(f"--ada_target must be in (0, 1); got {self.ada_target}")
+        try:
+            if not parse_ada_transforms(self.ada_transforms) and self.ada:
+                raise ValueError("give at least one transform")
+        except ValueError as err:
+            raise ConfigError(f"--ada_transforms {self.ada_transforms!r}: {err}") from None
+        if self.time_budget is not None:
+            try:
+                parse_duration(self.time_budget)
+            except ValueError as err:
+                raise ConfigError(f"--time_budget {err}") from None
         if self.warmup_steps >= self.max_steps:
             raise ConfigError(
                 f"--warmup_steps ({self.warmup_steps}) must be smaller than --max_steps ({self.max_steps})"
@@ -255,9 +335,25 @@ class GANEvalArguments:
         default=None,
         metadata={"resume": SAME, "help": "Inception-v3 FID weights file, for --eval_feature_extractor inception."},
     )
+    num_evaluations: int = field(
+        default=0,
+        metadata={
+            "resume": SAME,
+            "help": "Evaluations spread evenly over the run, whatever its length (also one set by --time_budget); 0: use --eval_every.",
+        },
+    )
+    eval_real_images: int = field(
+        default=0,
+        metadata={
+            "resume": SAME,
+            "help": "Real images the evaluation uses (a fixed random subset: the domain classifier, the reference statistics and the floor are built from it once); 0: all (up to 25,000 when streaming).",
+        },
+    )
 
     def __post_init__(self) -> None:
         check_positive("eval_every", self.eval_every, allow_zero=True)
+        check_positive("eval_real_images", self.eval_real_images, allow_zero=True)
+        check_positive("num_evaluations", self.num_evaluations, allow_zero=True)
         if self.eval_num_images < 2:
             raise ConfigError(f"--eval_num_images must be >= 2; got {self.eval_num_images}")
         check_choice("eval_feature_extractor", self.eval_feature_extractor, EVAL_FEATURES)

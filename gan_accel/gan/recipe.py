@@ -15,12 +15,14 @@ import torch
 
 from ..engine import LRSchedule, Network, Optimizer, Phase, RandomStreams, Recipe, adam
 from . import step as phases
-from .augment import make_augment, parse_policy
+from .ada import AdaptiveAugment
+from .augment import make_augment, parse_ada_transforms, parse_policy
 from .config import GANTrainArguments
 
 # The recipe's random streams, in this order: a stream's seed depends on its position (see
-# RandomStreams), and these positions are those of the first GAN runs ("labels" is reserved).
-STREAMS = ("z", "labels", "gp_alpha", "augment")
+# RandomStreams), and these positions are those of the first GAN runs ("labels" is reserved);
+# "ada" (adaptive augmentation's gates and parameters) came later, last, so no seed moved.
+STREAMS = ("z", "labels", "gp_alpha", "augment", "ada")
 
 
 # A batch of the prepared loader -> (float images in [-1, 1] on the device, int64 labels or None).
@@ -35,22 +37,30 @@ class GANRecipe:
         noise: RandomStreams,
         z_dim: int,
         conditional: bool = False,
+        ada: Optional[AdaptiveAugment] = None,
+        schedule_length: Optional[Callable[[], int]] = None,
     ) -> None:
         """``real_batch``: the data's reader of a loader batch (``ImageSource.real_batch``: a
         gather from the device tensor in memory, the workers' uint8 batch when streamed); its
-        labels are used only when ``conditional``."""
+        labels are used only when ``conditional``. ``ada``: adaptive augmentation (its p is read
+        at each step); ``schedule_length``: the run's length in G updates, read at each update (a
+        --time_budget run learns it only after measuring itself); None: --max_steps."""
         self.train_args = train
         self.real_batch = real_batch
         self.noise = noise
         self.z_dim = z_dim
         self.conditional = conditional
         self.policy = parse_policy(train.diffaugment)
+        self.ada = ada
+        self.ada_transforms = parse_ada_transforms(train.ada_transforms)
+        self.schedule_length = schedule_length
 
     def recipe(self, networks: Mapping[str, torch.nn.Module]) -> Recipe:
         t = self.train_args
         n = self.train_args.d_steps_per_g_step
         betas = (t.adam_beta1, t.adam_beta2)
-        schedule = LRSchedule(t.lr_scheduler, t.warmup_steps, t.max_steps)  # in run steps: the engine stretches D's
+        # In run steps: the engine stretches D's.
+        schedule = LRSchedule(t.lr_scheduler, t.warmup_steps, t.max_steps, length=self.schedule_length)
         return Recipe(
             networks=[Network("G", networks["G"], optimizer="G"), Network("D", networks["D"], optimizer="D")],
             optimizers=[Optimizer("G", adam(t.lr_g, betas), schedule), Optimizer("D", adam(t.lr_d, betas), schedule)],
@@ -69,7 +79,14 @@ class GANRecipe:
         # DiffAugment: re-seeded per call, so real, fake and the penalties' inputs of this step get
         # the same transforms; seeded by the micro-step, so a resumed run draws the same ones.
         micro = s.micro_step
-        augment = make_augment(self.policy, lambda: self.noise.generator("augment", micro))
+        # ADA's p is fixed for the step (real and fake alike) and its draws have their own stream.
+        augment = make_augment(
+            self.policy,
+            lambda: self.noise.generator("augment", micro),
+            self.ada.p if self.ada is not None else 0.0,
+            self.ada_transforms,
+            lambda: self.noise.generator("ada", micro),
+        )
         with torch.set_grad_enabled(s.runs("G")):  # one G forward serves both phases
             fake = s.nets.G(z, labels)
         return {"real": real, "labels": labels, "fake": fake, "augment": augment}
@@ -79,7 +96,7 @@ class GANRecipe:
         alpha = self.noise.uniform("gp_alpha", s.micro_step, 1, 1, 1) if t.loss == "wgan_gp" else None
         # Lazy R1 (StyleGAN2): on every k-th D update only, weighted by k to keep its strength.
         lazy_r1 = t.r1_gamma > 0 and s.updates.get("D", 0) % t.r1_interval == 0
-        return phases.d_loss(
+        loss, metrics = phases.d_loss(
             s.nets.D,
             s["real"],
             s["fake"],
@@ -91,6 +108,11 @@ class GANRecipe:
             augment=s["augment"],
             scaler=s.accelerator.scaler,
         )
+        if self.ada is not None:  # ADA watches D's verdict on the reals it trains on
+            self.ada.observe(metrics["D/real_sign"], s["real"].shape[0])
+            metrics["aug/p"] = torch.tensor(self.ada.p)
+            metrics["aug/rt"] = metrics["D/real_sign"]
+        return loss, metrics
 
     def g_phase(self, s):
         return phases.g_loss(s.nets.D, s["fake"], s["labels"], self.train_args.loss, augment=s["augment"])

@@ -48,6 +48,8 @@ def d_loss(
         "loss/D": d.detach(),
         "D/real_logit": real_logits.detach().float().mean(),
         "D/fake_logit": fake_logits.detach().float().mean(),
+        # ADA's overfitting signal r_t (gan_accel.gan.ada): the share of reals D calls real.
+        "D/real_sign": real_logits.detach().float().sign().mean(),
     }
     if gp_weight > 0:
         gp = gradient_penalty(D_aug, real, fake, gp_alpha, labels, scaler)

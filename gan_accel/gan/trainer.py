@@ -21,6 +21,7 @@ from ..models import build_models, save_generator
 from ..models.hub import publish
 from ..runner import Output, Plan, Task
 from ..sampling import class_rows, fixed_noise, grid_labels, save_grid
+from . import photo_run
 from .config import GANDataArguments, GANEvalArguments, GANModelArguments, GANTrainArguments
 from .ema import EMA, recalibrate_batchnorm
 from .recipe import STREAMS, GANRecipe
@@ -40,9 +41,17 @@ class GANTrainer(Task):
     outputs = (
         Output("samples"),
         Output("generator", checked="models.export: config, finite weights"),
-        Output("best_generator", checked="models.export: config, finite weights"),
+        Output("best_generator", checked="models.export: config, finite weights; score.json: its FID and step"),
         Output("cache", "cache", checked="metrics cache: keyed by the data and the feature extractor"),
     )
+
+    @classmethod
+    def resolve_settings(cls, configs: tuple, argv) -> tuple:
+        """``--preset auto`` (the default for a folder without --config): settings from the data,
+        the device and the budget; every explicit flag wins (gan_accel.gan.preset)."""
+        from .preset import resolve
+
+        return resolve(configs, argv)
 
     def check_settings(self) -> None:
         self.model_args.check_image_size(self.data_args.image_size)
@@ -101,10 +110,23 @@ class GANTrainer(Task):
             t.channels_last,
         )
         streams = RandomStreams(STREAMS, seed, acc, t.batch_size)
-        recipe = GANRecipe(t, self.data.real_batch, streams, m.z_dim, conditional=bool(self.num_classes))
+        # Your own photos (gan_accel.gan.photo_run): adaptive augmentation, and a --time_budget run
+        # whose length (and its schedule's) is planned while it trains.
+        self.ada = photo_run.build_ada(t, acc.device)
+        self.budget = photo_run.build_budget(t, acc)
+        recipe = GANRecipe(
+            t,
+            self.data.real_batch,
+            streams,
+            m.z_dim,
+            conditional=bool(self.num_classes),
+            ada=self.ada,
+            schedule_length=self.budget.schedule_length if self.budget is not None else None,
+        )
         self.sample_z = fixed_noise(t.num_sample_images, m.z_dim, seed + 12345)
         self.sample_labels = grid_labels(t.num_sample_images, self.num_classes)
-        return Plan(recipe.recipe({"G": G, "D": D}), loader, t.max_steps)
+        max_steps = self.budget.max_steps if self.budget is not None else t.max_steps
+        return Plan(recipe.recipe({"G": G, "D": D}), loader, max_steps)
 
     def hooks(self) -> list:
         engine = self.engine
@@ -119,6 +141,9 @@ class GANTrainer(Task):
         # A non-finite FID (a diverged G) never becomes the best (BestKeeper).
         self.keeper = BestKeeper(self.run.state, "eval/fid", greater_is_better=False, export=self.export_best)
         self.evaluator = self.build_evaluator()
+        self.last_eval: Optional[dict] = None
+        # ADA, the budget, and grids/evaluations spread over the run's (planned) length.
+        self.extras = photo_run.RunExtras(engine, self.run, self.ada, self.budget, self.run_args.log_every)
         hooks = [
             State("ema", self.ema),
             Hook(lambda: self.ema.update(engine.module("G"), self.run.state.step), when=UPDATE),
@@ -127,23 +152,25 @@ class GANTrainer(Task):
             # time (the benchmark stubs it).
             Hook(lambda: self.save_samples(), every=t.sample_every, at_end=False, when=AFTER_CHECKPOINT),
         ]
+        self.extras.size_hook(hooks[-1], t.num_grids)
         if self.evaluator is not None:
-            hooks.append(Hook(self.evaluate, every=self.eval_args.eval_every))
-        return hooks
+            hooks.append(Hook(self.extras.timed(self.evaluate), every=self.eval_args.eval_every))
+            self.extras.size_hook(hooks[-1], self.eval_args.num_evaluations, timed=True)
+        return [*hooks, *self.extras.items()]
 
     # ---- evaluation --------------------------------------------------------------------
     def build_evaluator(self):
         """The evaluator (domain classifier, reference statistics, floor: built once, cached on
         disk) lives on the main process only; the other ranks never wait for it."""
         e = self.eval_args
-        if not e.eval_every or not self.accelerator.is_main_process:
+        if not (e.eval_every or e.num_evaluations) or not self.accelerator.is_main_process:
             return None
         from ..metrics import GANEvaluator
 
         cache_dir = e.eval_cache_dir or str(self.run.output_dir / "cache")
         # Streamed: a fixed subset of the real images, so its memory does not grow with the dataset.
         return GANEvaluator(
-            self.data.image_data(),
+            photo_run.real_subset(self.data.image_data(), e.eval_real_images),
             feature_extractor=e.eval_feature_extractor,
             num_images=e.eval_num_images,
             cache_dir=cache_dir,
@@ -160,6 +187,7 @@ class GANTrainer(Task):
         if self.keeper.update(metrics):
             metrics["eval/best_step"] = float(state.step)
         metrics["eval/best_fid"] = state.best_metric
+        self.last_eval = {"step": state.step, "fid": metrics["eval/fid"]}  # for the closing verdict
         run.logger.write(state.step, metrics)
         run.print(
             f"step {state.step}: FID {metrics['eval/fid']:.3f} (floor {metrics['eval/fid_floor']:.3f}), "
@@ -170,6 +198,9 @@ class GANTrainer(Task):
     def export_best(self, metrics: dict) -> None:
         save_generator(
             copy.deepcopy(self._evaluated).cpu(), self.run.output_dir / "best_generator", run_config=self.run.config
+        )
+        photo_run.write_best_score(
+            self.run.output_dir / "best_generator", "eval/fid", metrics["eval/fid"], self.run.state.step
         )
 
     # ---- outputs -----------------------------------------------------------------------
@@ -207,6 +238,18 @@ class GANTrainer(Task):
         self.run.print(f"Exported the EMA generator to {out}")
         publish(out, self.run.args)  # --push_to_hub
         self.save_samples()
+        self.closing_outputs()
+
+    def closing_outputs(self) -> None:
+        """The animation of the grids, and which export is better (best_generator/ or generator/)."""
+        gif = photo_run.write_animation(self.run.output_dir / "samples")
+        if gif is not None:
+            self.run.print(f"Training animation: {gif}")
+        if self.last_eval is not None:
+            best = photo_run.read_best_score(self.run.output_dir / "best_generator")
+            verdict = photo_run.best_vs_last(best, self.last_eval["fid"], self.last_eval["step"])
+            if verdict:
+                self.run.print(verdict)
 
 
 def train_gan(

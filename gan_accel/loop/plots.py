@@ -95,6 +95,8 @@ def plot_metrics(run_dir: Path, warn: Optional[Callable[[str], None]] = None) ->
         # about a third of the drawing time; these fit the tick labels of steps and values.
         fig.subplots_adjust(left=0.12, right=0.98, bottom=0.12, top=0.92)
         for key, (steps, values) in series.items():
+            if key.endswith("/best_step"):  # a step number, not a metric: drawn as the marker below
+                continue
             ax.plot(steps, values, label=key, marker="." if len(steps) < 30 else None)
         positive = all(v > 0 for _, values in series.values() for v in values)
         if positive and (prefix == "lr" or (prefix == "loss" and _spread(series) > 100)):
@@ -104,6 +106,9 @@ def plot_metrics(run_dir: Path, warn: Optional[Callable[[str], None]] = None) ->
         ax.set_xlabel("step")
         ax.set_title(f"{prefix} ({Path(run_dir).name})")
         ax.grid(alpha=0.3)
+        best = series.get(f"{prefix}/best_step")
+        if best:  # where the best generator (best_generator/) was taken
+            ax.axvline(best[1][-1], color="grey", linestyle="--", linewidth=1, label=f"best: step {best[1][-1]:.0f}")
         ax.legend(fontsize=8)
         path = out_dir / f"{prefix}.png"
         fig.savefig(path, dpi=80)

@@ -1,0 +1,374 @@
+"""Benchmark: your own photos, at equal wall-clock time (issue 22; docs/photos.md).
+
+On crops of the three photos bundled with scikit-learn and matplotlib (gan-accel make-photo-crops:
+8,000 training crops at 64 px, one sub-folder per photo, and 1,000 held-out crops), every run gets
+the same --minutes of wall-clock time, start-up, data decoding and exports included:
+
+  defaults   today's defaults (--preset none: the 64-channel DCGAN at 32 px, no augmentation, no
+             evaluation), given the same time through --time_budget
+  auto       the new default: the command a user types, `--dataset folder --data_dir DIR --time_budget`
+  dcgan_ref  pytorch/examples' dcgan/main.py at its defaults (64 px, ngf = ndf = 64, nz 100, batch 64,
+             Adam 2e-4 (0.5, 0.999), BCE with a sigmoid D, N(0, 0.02) init). It cannot be downloaded
+             here: its architecture and training step are re-implemented below from its well-known
+             code; it trains until the time is up. Its 64 px samples are downscaled to 32 px (area).
+  and on a 500-image cut of the same folder: ada (auto), noaug (auto with --ada False) and
+  diffaugment (auto with --ada False --diffaugment translation,cutout,color).
+
+Every generator is scored the same way: domain FID against the held-out crops (a small CNN trained to
+tell the photos apart; FID in its features; 1,000 generated images), the number of photos covered by
+the samples, and for the 500-image cut the overfitting gap of D (mean D logit on the training crops
+minus on held-out crops; 0 = no memorisation).
+
+    python -m benchmarks.photos --workdir /tmp/photos_bench --minutes 15 --seeds 3
+    python -m benchmarks.photos --workdir /tmp/photos_bench --minutes 1 --only auto,dcgan_ref   # smoke test
+
+Results: WORKDIR/results.json (one record per run) and a table on stdout (medians over seeds).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from gan_accel.data.images import load_image_data, to_float_images
+
+RUNS = ("defaults", "auto", "dcgan_ref", "ada", "noaug", "diffaugment")
+CUT = 500
+
+
+# ---- data ------------------------------------------------------------------------------------
+def make_data(workdir: Path) -> Dict[str, Path]:
+    """WORKDIR/photos (8,000 + 1,000 held out) and WORKDIR/photos500/train (every 16th crop)."""
+    photos = workdir / "photos"
+    if not (photos / "train").is_dir():
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "gan_accel.cli.make_photo_crops",
+                "--output_dir",
+                str(photos),
+                "--num_crops",
+                "8000",
+                "--num_heldout",
+                "1000",
+            ],
+            check=True,
+        )
+    cut = workdir / "photos500" / "train"
+    if not cut.is_dir():
+        files = sorted((photos / "train").rglob("*.png"))
+        for path in files[:: len(files) // CUT][:CUT]:
+            target = cut / path.parent.name / path.name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(path, target)
+    return {"full": photos / "train", "cut": cut, "heldout": photos / "heldout"}
+
+
+# ---- pytorch/examples dcgan/main.py, re-implemented at its defaults --------------------------
+NZ, NGF, NDF, NC = 100, 64, 64, 3
+
+
+class ExamplesGenerator(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.main = nn.Sequential(
+            nn.ConvTranspose2d(NZ, NGF * 8, 4, 1, 0, bias=False),
+            nn.BatchNorm2d(NGF * 8),
+            nn.ReLU(True),
+            nn.ConvTranspose2d(NGF * 8, NGF * 4, 4, 2, 1, bias=False),
+            nn.BatchNorm2d(NGF * 4),
+            nn.ReLU(True),
+            nn.ConvTranspose2d(NGF * 4, NGF * 2, 4, 2, 1, bias=False),
+            nn.BatchNorm2d(NGF * 2),
+            nn.ReLU(True),
+            nn.ConvTranspose2d(NGF * 2, NGF, 4, 2, 1, bias=False),
+            nn.BatchNorm2d(NGF),
+            nn.ReLU(True),
+            nn.ConvTranspose2d(NGF, NC, 4, 2, 1, bias=False),
+            nn.Tanh(),
+        )
+
+    def forward(self, z: torch.Tensor) -> torch.Tensor:
+        return self.main(z)
+
+
+class ExamplesDiscriminator(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.main = nn.Sequential(
+            nn.Conv2d(NC, NDF, 4, 2, 1, bias=False),
+            nn.LeakyReLU(0.2, inplace=True),
+            nn.Conv2d(NDF, NDF * 2, 4, 2, 1, bias=False),
+            nn.BatchNorm2d(NDF * 2),
+            nn.LeakyReLU(0.2, inplace=True),
+            nn.Conv2d(NDF * 2, NDF * 4, 4, 2, 1, bias=False),
+            nn.BatchNorm2d(NDF * 4),
+            nn.LeakyReLU(0.2, inplace=True),
+            nn.Conv2d(NDF * 4, NDF * 8, 4, 2, 1, bias=False),
+            nn.BatchNorm2d(NDF * 8),
+            nn.LeakyReLU(0.2, inplace=True),
+            nn.Conv2d(NDF * 8, 1, 4, 1, 0, bias=False),
+            nn.Sigmoid(),
+        )
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.main(x).view(-1, 1).squeeze(1)
+
+
+def examples_weights_init(m: nn.Module) -> None:
+    name = m.__class__.__name__
+    if name.find("Conv") != -1:
+        nn.init.normal_(m.weight, 0.0, 0.02)
+    elif name.find("BatchNorm") != -1:
+        nn.init.normal_(m.weight, 1.0, 0.02)
+        nn.init.zeros_(m.bias)
+
+
+class Downscaled(nn.Module):
+    """The examples' 64 px G as the evaluator expects a generator: ``G(z)`` at 32 px, ``z_dim``."""
+
+    z_dim = NZ
+    num_classes = 0
+
+    def __init__(self, G: nn.Module) -> None:
+        super().__init__()
+        self.G = G
+
+    def forward(self, z: torch.Tensor, labels=None) -> torch.Tensor:
+        return F.avg_pool2d(self.G(z.view(-1, NZ, 1, 1)), 2)
+
+
+def train_examples_dcgan(folder: Path, seconds: float, seed: int) -> tuple:
+    """dcgan/main.py's loop (batch 64, shuffled, one D step on real + fake, one G step) until the
+    time is up; returns (G, updates, epochs). The clock includes loading the images, as its run would."""
+    import torchvision.datasets as dset
+    import torchvision.transforms as transforms
+
+    start = time.monotonic()
+    torch.manual_seed(seed)
+    # Its data pipeline: ImageFolder decoded on the fly by 2 workers (--workers 2), shuffled, batch 64.
+    dataset = dset.ImageFolder(
+        root=str(folder),
+        transform=transforms.Compose(
+            [
+                transforms.Resize(64),
+                transforms.CenterCrop(64),
+                transforms.ToTensor(),
+                transforms.Normalize((0.5, 0.5, 0.5), (0.5, 0.5, 0.5)),
+            ]
+        ),
+    )
+    loader = torch.utils.data.DataLoader(dataset, batch_size=64, shuffle=True, num_workers=2)
+    G, D = ExamplesGenerator(), ExamplesDiscriminator()
+    G.apply(examples_weights_init)
+    D.apply(examples_weights_init)
+    criterion = nn.BCELoss()
+    opt_d = torch.optim.Adam(D.parameters(), lr=2e-4, betas=(0.5, 0.999))
+    opt_g = torch.optim.Adam(G.parameters(), lr=2e-4, betas=(0.5, 0.999))
+    updates, epochs = 0, 0
+    while time.monotonic() - start < seconds:
+        for real, _ in loader:
+            if time.monotonic() - start >= seconds:
+                break
+            b = real.shape[0]
+            D.zero_grad()
+            err_real = criterion(D(real), torch.full((b,), 1.0))
+            err_real.backward()
+            fake = G(torch.randn(b, NZ, 1, 1))
+            err_fake = criterion(D(fake.detach()), torch.full((b,), 0.0))
+            err_fake.backward()
+            opt_d.step()
+            G.zero_grad()
+            err_g = criterion(D(fake), torch.full((b,), 1.0))
+            err_g.backward()
+            opt_g.step()
+            updates += 1
+        else:
+            epochs += 1
+    return Downscaled(G).eval(), updates, epochs
+
+
+# ---- our runs --------------------------------------------------------------------------------
+def toolkit_argv(run: str, data: Dict[str, Path], out: Path, minutes: float, seed: int, cache: Path) -> List[str]:
+    budget = f"{minutes * 60:.0f}s"
+    folder = data["cut"] if run in ("ada", "noaug", "diffaugment") else data["full"]
+    argv = [
+        "--dataset",
+        "folder",
+        "--data_dir",
+        str(folder),
+        "--output_dir",
+        str(out),
+        "--time_budget",
+        budget,
+        "--seed",
+        str(seed),
+        "--data_cache_dir",
+        str(cache / "images"),
+        "--eval_cache_dir",
+        str(cache / "eval"),
+    ]
+    if run == "defaults":
+        argv += ["--preset", "none", "--channels", "3"]
+    elif run == "noaug":
+        argv += ["--ada", "False"]
+    elif run == "diffaugment":
+        argv += ["--ada", "False", "--diffaugment", "translation,cutout,color"]
+    return argv
+
+
+def prewarm(data: Dict[str, Path], workdir: Path, cache: Path) -> None:
+    """Build the one-off caches (decoded images, the domain classifier of each folder) before the
+    timed runs, so no run pays for them and the order of the runs does not matter."""
+    for folder in (data["full"], data["cut"]):
+        out = workdir / "runs" / "prewarm"
+        argv = [
+            "--dataset",
+            "folder",
+            "--data_dir",
+            str(folder),
+            "--output_dir",
+            str(out),
+            "--max_steps",
+            "1",
+            "--data_cache_dir",
+            str(cache / "images"),
+            "--eval_cache_dir",
+            str(cache / "eval"),
+            "--num_evaluations",
+            "1",
+            "--eval_num_images",
+            "100",
+        ]
+        run_toolkit(argv, out)
+    for path in data["full"].rglob("*.png"):  # the page cache, for dcgan_ref's on-the-fly decoding
+        path.read_bytes()
+
+
+def run_toolkit(argv: List[str], out: Path) -> float:
+    if out.exists():
+        shutil.rmtree(out)
+    start = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "gan_accel.cli.train_gan", *argv], capture_output=True, text=True)
+    wall = time.monotonic() - start
+    (out.parent / f"{out.name}.log").write_text(proc.stdout + proc.stderr)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{out.name} failed:\n{proc.stderr[-2000:]}")
+    return wall
+
+
+@torch.no_grad()
+def d_gap(run_dir: Path, train_folder: Path, heldout: Path) -> float:
+    """Mean D logit on (up to 500) training crops minus on as many held-out crops, at the last checkpoint."""
+    from safetensors.torch import load_file
+
+    from gan_accel.models import build_models
+
+    config = json.loads((run_dir / "config.json").read_text())
+    _, D = build_models(
+        config["arch"],
+        z_dim=config["z_dim"],
+        channels=config["channels"],
+        image_size=config["image_size"],
+        g_channels=config["g_channels"],
+        d_channels=config["d_channels"],
+        d_norm=config["d_norm"],
+        g_norm=config["g_norm"],
+    )
+    last = sorted((run_dir / "checkpoints").iterdir())[-1]
+    D.load_state_dict(load_file(str(last / "model_1.safetensors")))
+    D.eval()
+
+    def mean_logit(folder: Path) -> float:
+        images = load_image_data("folder", str(folder), config["image_size"], config["channels"]).images[:CUT]
+        return D(to_float_images(images)).float().mean().item()
+
+    return mean_logit(train_folder) - mean_logit(heldout)
+
+
+def score(evaluator, G: nn.Module) -> dict:
+    result = evaluator.evaluate_full(G)
+    return {
+        "fid": result.fid,
+        "fid_floor": result.fid_floor,
+        "photos_covered": result.classes_covered,
+        "num_photos": result.num_classes,
+    }
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--workdir", required=True, help="Crops, runs and results.json go here.")
+    parser.add_argument("--minutes", type=float, default=15.0, help="Wall-clock time of every run.")
+    parser.add_argument("--seeds", type=int, default=1, help="Seeds per run (the table shows medians).")
+    parser.add_argument("--only", default=",".join(RUNS), help=f"Comma-separated subset of {','.join(RUNS)}.")
+    args = parser.parse_args(argv)
+    runs = [r.strip() for r in args.only.split(",") if r.strip()]
+    unknown = [r for r in runs if r not in RUNS]
+    if unknown:
+        parser.error(f"--only: unknown run(s) {', '.join(unknown)}; use a subset of {', '.join(RUNS)}")
+    workdir = Path(args.workdir)
+    workdir.mkdir(parents=True, exist_ok=True)
+    data = make_data(workdir)
+    cache = workdir / "cache"
+    prewarm(data, workdir, cache)
+
+    from gan_accel.metrics import GANEvaluator
+    from gan_accel.models import load_generator
+
+    heldout = load_image_data("folder", str(data["heldout"]), image_size=32, channels=3)
+    evaluator = GANEvaluator(heldout, feature_extractor="domain", num_images=1000, cache_dir=str(cache / "eval_bench"))
+    records = []
+    for seed in range(args.seeds):
+        for run in runs:
+            out = workdir / "runs" / f"{run}_seed{seed}"
+            record = {"run": run, "seed": seed, "minutes": args.minutes}
+            if run == "dcgan_ref":
+                G, updates, epochs = train_examples_dcgan(data["full"], args.minutes * 60, seed)
+                record.update(score(evaluator, G), updates=updates, epochs=epochs)
+            else:
+                wall = run_toolkit(toolkit_argv(run, data, out, args.minutes, seed, cache), out)
+                state = json.loads((sorted((out / "checkpoints").iterdir())[-1] / "trainer_state.json").read_text())
+                best = out / "best_generator"
+                record.update(
+                    score(evaluator, load_generator(best if best.is_dir() else out / "generator")),
+                    wall_s=round(wall, 1),
+                    updates=state["state"]["step"],
+                    exported="best_generator" if best.is_dir() else "generator",
+                )
+                if run in ("ada", "noaug", "diffaugment"):
+                    record["d_gap"] = d_gap(out, data["cut"], data["heldout"])
+            records.append(record)
+            print(json.dumps(record), flush=True)
+            (workdir / "results.json").write_text(json.dumps(records, indent=2) + "\n")
+    print(
+        f"\nmedians over {args.seeds} seed(s), {args.minutes:g} min per run; domain FID vs held-out crops "
+        f"(floor {records[0]['fid_floor']:.2f})"
+    )
+    for run in runs:
+        rows = [r for r in records if r["run"] == run]
+        fid = statistics.median(r["fid"] for r in rows)
+        covered = statistics.median(r["photos_covered"] or 0 for r in rows)
+        extra = f"  D gap {statistics.median(r['d_gap'] for r in rows):+.3f}" if "d_gap" in rows[0] else ""
+        wall = f"  wall {statistics.median(r['wall_s'] for r in rows):.0f}s" if "wall_s" in rows[0] else ""
+        print(
+            f"{run:12s} FID {fid:8.2f}  photos {covered:.0f}/{rows[0]['num_photos']}  "
+            f"updates {statistics.median(r['updates'] for r in rows):.0f}{wall}{extra}"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

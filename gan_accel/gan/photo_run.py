@@ -1,0 +1,203 @@
+"""What a run on your own images adds to the GAN task (docs/photos.md): ADA's adjustments,
+the time budget's plan, cadences sized to the run's length, the best generator's score file, the
+verdict best-vs-last, and the animation of the sample grids. :mod:`.trainer` adds each piece in
+one line (engine items from :class:`RunExtras`)."""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from pathlib import Path
+from typing import Callable, List, Optional
+
+import torch
+
+from ..engine import UPDATE, Hook, State
+from ..loop.budget import TimeBudget, format_duration, parse_duration
+from .ada import AdaptiveAugment
+from .config import GANTrainArguments
+
+BEST_FILE = "score.json"  # in best_generator/: the metric, its value and the step it was reached at
+GIF_NAME = "training.gif"
+# A budgeted run spends at most this share of its budget on evaluations: fewer of them when one
+# costs more (measured on the first).
+EVAL_SHARE = 0.15
+
+
+def build_ada(train: GANTrainArguments, device: torch.device) -> Optional[AdaptiveAugment]:
+    if not train.ada:
+        return None
+    return AdaptiveAugment(train.ada_target, train.ada_kimg, train.ada_interval, device, p=train.ada_initial_p)
+
+
+def build_budget(train: GANTrainArguments, accelerator) -> Optional[TimeBudget]:
+    if train.time_budget is None:
+        return None
+
+    def agree(values: List[float]) -> List[float]:
+        # Every rank must plan the same length at the same step: the slowest clock, the largest cost.
+        if accelerator.num_processes == 1:
+            return values
+        gathered = accelerator.gather(torch.tensor([values], dtype=torch.float64, device=accelerator.device))
+        return gathered.max(dim=0).values.tolist()
+
+    return TimeBudget(parse_duration(train.time_budget), agree=agree)
+
+
+def every_for(length: int, count: int) -> int:
+    """The cadence that spreads ``count`` events over ``length`` steps (the last one at the end)."""
+    return max(1, length // count)
+
+
+class RunExtras:
+    """ADA's adjustments, the budget's plan and the cadences that follow the run's length, as
+    engine items (:meth:`items`: ``State`` for ADA and the budget, one ``UPDATE`` hook)."""
+
+    def __init__(
+        self, engine, run, ada: Optional[AdaptiveAugment], budget: Optional[TimeBudget], check_every: int
+    ) -> None:
+        self.engine = engine
+        self.run = run
+        self.ada = ada
+        self.budget = budget
+        self.check_every = check_every if run.accelerator.num_processes > 1 else 1  # the clock check syncs ranks
+        self.sized_hooks: List[tuple] = []
+        self.hook_seconds = 0.0  # the longest timed hook (an evaluation) so far
+        self.announced = False
+
+    def items(self) -> list:
+        """What the engine gets: ADA's p and sums and the budget's clock in every checkpoint, and
+        the per-update hook (before logging, so aug/p is this step's)."""
+        items = [Hook(self.after_update, when=UPDATE)]
+        if self.ada is not None:
+            items.append(State("ada", self.ada))
+        if self.budget is not None:
+            items.append(State("budget", self.budget))
+        return items
+
+    def size_hook(self, hook, count: int, timed: bool = False) -> None:
+        """Run ``hook`` ``count`` times over the run, whatever length the run ends up with;
+        ``timed``: fewer times if that would spend more than EVAL_SHARE of the budget (the hook's
+        function must be wrapped by :meth:`timed`)."""
+        if count > 0:
+            self.sized_hooks.append((hook, count, timed))
+            self.resize(hook, count, timed)
+
+    def resize(self, hook, count: int, timed: bool) -> None:
+        if timed and self.budget is not None and self.hook_seconds > 0:
+            count = min(count, int(EVAL_SHARE * self.budget.budget_s / self.hook_seconds))
+        # 0: none on a count; an evaluation still ends the run (the hook's at_end).
+        hook.every = every_for(self.engine.max_steps, count) if count > 0 else 0
+        if timed and self.budget is not None and hook.every:
+            # The evaluations still to come before the last one (which end_cost_s covers).
+            to_come = max(0, (self.engine.max_steps - 1) // hook.every - self.run.state.step // hook.every)
+            self.budget.future_cost_s = to_come * self.hook_seconds
+
+    def after_update(self) -> None:
+        step = self.run.state.step
+        if self.ada is not None and self.ada.due(step):
+            self.ada.adjust(self.run.accelerator)
+        if self.budget is not None and step % self.check_every == 0:
+            planned = self.budget.check(step)
+            if planned is not None:
+                self.set_length(planned)
+
+    def set_length(self, max_steps: int) -> None:
+        self.engine.max_steps = max_steps
+        for hook, count, timed in self.sized_hooks:
+            self.resize(hook, count, timed)
+        logger = self.engine.logger
+        if logger is not None:
+            logger.bar.total = max_steps
+            logger.bar.refresh()
+        if not self.announced:
+            self.announced = True
+            budget = self.budget
+            self.run.print(
+                f"--time_budget {format_duration(budget.budget_s)}: {format_duration(budget.elapsed())} "
+                f"spent by step {self.run.state.step}; planned length {max_steps} steps "
+                "(re-planned as the run goes)"
+            )
+
+    def timed(self, fn: Callable[[], dict]) -> Callable[[], dict]:
+        """``fn`` with its duration counted into the end-of-run reserve (the last evaluation runs
+        after the last step, inside the budget)."""
+
+        def wrapped():
+            start = time.monotonic()
+            try:
+                return fn()
+            finally:
+                seconds = time.monotonic() - start
+                self.hook_seconds = max(self.hook_seconds, seconds)
+                if self.budget is not None:
+                    self.budget.hook_s += seconds
+                    # The final evaluation and the exports after the last step.
+                    self.budget.end_cost_s = max(self.budget.end_cost_s, 1.5 * self.hook_seconds)
+                    for hook, count, timed in self.sized_hooks:
+                        self.resize(hook, count, timed)
+
+        return wrapped
+
+
+def real_subset(real, limit: int):
+    """A fixed random subset of ``limit`` images of the ImageData ``real`` (all when 0 or fewer):
+    the same images in every run of the same folder, so the evaluation cache is reused."""
+    from ..data import ImageData
+
+    n = len(real)
+    if limit <= 0 or n <= limit:
+        return real
+    rows = torch.randperm(n, generator=torch.Generator().manual_seed(0))[:limit].sort().values
+    labels = real.labels[rows] if real.labels is not None else None
+    return ImageData(real.images[rows], labels, real.class_names, name=f"{real.name}[{limit} of {n}]")
+
+
+# ---- outputs at the end --------------------------------------------------------------------
+def write_best_score(folder: Path, key: str, value: float, step: int) -> None:
+    (Path(folder) / BEST_FILE).write_text(json.dumps({"metric": key, "value": value, "step": step}, indent=2) + "\n")
+
+
+def read_best_score(folder: Path) -> Optional[dict]:
+    try:
+        return json.loads((Path(folder) / BEST_FILE).read_text())
+    except (OSError, json.JSONDecodeError):
+        return None
+
+
+def best_vs_last(best: Optional[dict], last_value: Optional[float], last_step: int) -> Optional[str]:
+    """The closing verdict: which export scored better (lower FID) and by how much."""
+    if best is None or last_value is None or not math.isfinite(last_value):
+        return None
+    value, step = best["value"], best["step"]
+    if step == last_step or last_value <= value:
+        return (
+            f"The last generator (step {last_step}, FID {last_value:.3f}) is the best one: "
+            "generator/ = best_generator/"
+        )
+    ratio = last_value / value if value > 0 else math.inf
+    return (
+        f"The best generator (step {step}, FID {value:.3f}, best_generator/) is {ratio:.2f}x better than the "
+        f"last one (step {last_step}, FID {last_value:.3f}, generator/)"
+    )
+
+
+def write_animation(samples_dir: Path, duration_ms: int = 300, last_frame_ms: int = 1500) -> Optional[Path]:
+    """``samples/training.gif`` from the fixed-noise grids ``samples/step_*.png`` in step order
+    (the final grid held longer); None when there are fewer than two grids."""
+    from PIL import Image
+
+    frames_paths = sorted(Path(samples_dir).glob("step_*.png"))
+    if len(frames_paths) < 2:
+        return None
+    frames = []
+    for path in frames_paths:
+        with Image.open(path) as image:
+            frames.append(image.convert("RGB").quantize(colors=256))
+    out = Path(samples_dir) / GIF_NAME
+    tmp = out.with_suffix(".gif.tmp")
+    durations = [duration_ms] * (len(frames) - 1) + [last_frame_ms]
+    frames[0].save(tmp, format="GIF", save_all=True, append_images=frames[1:], duration=durations, loop=0)
+    tmp.replace(out)
+    return out

@@ -1,0 +1,265 @@
+"""``--preset auto``: the settings a folder of images gets when the user gives nothing else.
+
+As stylegan2-ada's ``--cfg auto`` picks widths and learning rates from the resolution and the GPU
+count, :func:`choose` picks the architecture, widths, batch size, learning rates, loss,
+regularisation, augmentation and evaluation from what is known before training: the number of
+images, their resolution and colour, the device and the budget. It is a pure function of those
+facts (the table is in docs/photos.md); :func:`apply` then sets every chosen field the user did
+not pass explicitly, and each choice is printed with its reason, one line each.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Iterable, List, Optional, Sequence, Set, Tuple
+
+SMALL_DATASET = 2_000  # below: D memorises the set within minutes; augment from the start
+LARGE_DATASET = 50_000  # from here: enough images that augmentation costs more than it saves
+NUM_EVALUATIONS = 10  # evaluations over a run: enough for a useful best, cheap against training
+NUM_GRIDS = 20  # frames of samples/training.gif
+# Fewer images of a class than this and the one-off domain classifier cannot learn to tell the
+# classes apart (it refuses to serve below 90% held-out accuracy, which would stop the run).
+MIN_IMAGES_PER_CLASS = 50
+
+
+@dataclass(frozen=True)
+class DataFacts:
+    """What the preset may look at, all known before the run starts."""
+
+    num_images: Optional[int]  # None: unknown (a streamed hub dataset)
+    native_size: Optional[int]  # shorter side of the first image, pixels
+    colour: Optional[bool]  # first image is RGB (or palette/CMYK) rather than grey
+    labelled: bool  # one sub-folder per class (at least 2): the domain features work
+    device: str  # "cpu" or "cuda"
+    budget_s: Optional[float] = None
+    cache_dir: Optional[str] = None  # where evaluation caches may be shared between runs
+    num_classes: int = 0  # class sub-folders (0: unknown or none)
+
+
+@dataclass(frozen=True)
+class Choice:
+    field: str
+    value: object
+    reason: str
+
+
+def choose(facts: DataFacts) -> List[Choice]:
+    """The preset's choices, in the order they are printed."""
+    gpu = facts.device == "cuda"
+    choices: List[Choice] = []
+
+    def pick(name: str, value, reason: str) -> None:
+        choices.append(Choice(name, value, reason))
+
+    if facts.colour is not None:
+        pick("channels", 3 if facts.colour else 1, "the first image is " + ("colour" if facts.colour else "grey"))
+    native = facts.native_size
+    if gpu and (native is None or native >= 64):
+        pick("image_size", 64, "a GPU trains 64 px in minutes")
+    elif native is not None and native < 32:
+        pick("image_size", 16, f"the images are {native} px: no detail above 16 px")
+    else:
+        pick("image_size", 32, "a CPU: 32 px is 4x cheaper per image than 64 px and learns structure within minutes")
+    if gpu:
+        pick("arch", "resnet", "a GPU: the SNGAN ResNet is worth its cost")
+        pick("g_channels", 128, "ResNet width for a GPU")
+        pick("d_channels", 128, "ResNet width for a GPU")
+        pick("d_norm", "spectral", "spectral norm keeps the ResNet D Lipschitz (Miyato et al. 2018)")
+        pick("loss", "hinge", "the hinge loss of SNGAN")
+        pick("adam_beta1", 0.0, "SNGAN's Adam (0.0, 0.9)")
+        pick("adam_beta2", 0.9, "SNGAN's Adam (0.0, 0.9)")
+    else:
+        width = 64 if facts.budget_s is not None and facts.budget_s >= 3600 else 48
+        pick("arch", "dcgan", "a CPU: the DCGAN is the fastest per image")
+        pick("g_channels", width, "width for a CPU" + (" and a budget of an hour or more" if width == 64 else ""))
+        pick("d_channels", width, "D as wide as G")
+        pick("loss", "nonsaturating", "the DCGAN objective")
+    batch = 64
+    if facts.num_images is not None and facts.num_images < 4 * batch:
+        batch = max(8, facts.num_images // 4)
+    batch_reason = "64 images per update" if batch == 64 else f"{facts.num_images} images: 4 batches an epoch"
+    pick("batch_size", batch, batch_reason)
+    pick("lr_g", 2e-4, "the DCGAN/SNGAN rate for G")
+    pick("lr_d", 2e-4, "the same rate for D")
+    pick("ema_decay", 0.999, "an EMA of G smooths the samples of short runs")
+    n = facts.num_images
+    if n is not None and n >= LARGE_DATASET:
+        pick("ada", False, f"{n} images: D does not memorise them within a run")
+    else:
+        size = "an unknown number of" if n is None else f"{n}"
+        pick("ada", True, f"{size} images: adaptive augmentation stops D memorising them (Karras et al. 2020)")
+        kimg = 5.0 if n is not None and n < SMALL_DATASET else 20.0
+        pick(
+            "ada_kimg",
+            kimg,
+            "p may go 0 -> 1 within "
+            + (f"{kimg:.0f}k images: a small set overfits fast" if kimg < 20 else f"{kimg:.0f}k images"),
+        )
+    per_class = n / facts.num_classes if n is not None and facts.num_classes else None
+    if facts.labelled and per_class is not None and per_class < MIN_IMAGES_PER_CLASS:
+        pick(
+            "num_evaluations",
+            0,
+            f"{per_class:.0f} images per class sub-folder: the domain features need at least "
+            f"{MIN_IMAGES_PER_CLASS} of each (pass --num_evaluations to try anyway)",
+        )
+    elif facts.labelled:
+        pick(
+            "num_evaluations",
+            NUM_EVALUATIONS,
+            "evaluate (domain FID) 10 times over the run; the best EMA generator goes to best_generator/",
+        )
+        pick("eval_num_images", 1000 if not gpu else 5000, "generated images per evaluation")
+        if not gpu:
+            pick(
+                "eval_real_images",
+                2000,
+                "a fixed subset of 2,000 real images: the one-off domain classifier "
+                "trains in a minute or two on a CPU",
+            )
+        if facts.cache_dir:
+            pick(
+                "eval_cache_dir",
+                facts.cache_dir,
+                "shared by runs: a folder's domain classifier and reference "
+                "statistics are built once (keyed by its pixels)",
+            )
+    else:
+        pick("num_evaluations", 0, "no class sub-folders: the domain features need at least 2 (one per photo)")
+    pick("num_grids", NUM_GRIDS, f"{NUM_GRIDS} sample grids over the run: the frames of samples/training.gif")
+    return choices
+
+
+def explicit_flags(
+    argv: Optional[Sequence[str]], file_keys: Iterable[str] = (), aliases: Optional[dict] = None
+) -> Set[str]:
+    """The field names the user set: ``--name value``, ``--name=value``, bare ``--flag`` and the
+    keys of a ``--config`` file (all of them win over the preset)."""
+    aliases = aliases or {}
+    names = set(file_keys)
+    for token in argv or ():
+        if token.startswith("--") and len(token) > 2:
+            name = token[2:].split("=", 1)[0].replace("-", "_")
+            if name.startswith("no_"):
+                names.add(name[3:])  # HfArgumentParser's --no_flag for booleans that default to True
+            names.add(aliases.get(name, name))
+    return names
+
+
+# A count over the run replaces a cadence: a cadence the user gives keeps its count at 0 (off).
+CADENCE_OF = {"num_grids": "sample_every", "num_evaluations": "eval_every"}
+
+
+def apply(configs: Tuple, choices: List[Choice], explicit: Set[str]) -> Tuple[tuple, List[str]]:
+    """``configs`` with each choice applied to the dataclass that has the field, unless the user
+    set it; and one line per choice saying what was chosen and why (or that the flag won)."""
+    lines = []
+    updated = list(configs)
+    for choice in choices:
+        owner = next(
+            (i for i, cfg in enumerate(updated) if choice.field in {f.name for f in dataclasses.fields(cfg)}), None
+        )
+        if owner is None:
+            continue
+        if choice.field in explicit:
+            lines.append(
+                f"  --{choice.field} {getattr(updated[owner], choice.field)} (your flag; the preset would "
+                f"use {choice.value}: {choice.reason})"
+            )
+            continue
+        cadence = CADENCE_OF.get(choice.field)
+        if cadence in explicit:
+            lines.append(f"  --{choice.field} 0 (your --{cadence} wins; the preset would use {choice.value})")
+            continue
+        updated[owner] = dataclasses.replace(updated[owner], **{choice.field: choice.value})
+        lines.append(f"  --{choice.field} {choice.value}: {choice.reason}")
+    return tuple(updated), lines
+
+
+def wanted(preset: Optional[str], dataset: str, has_config: bool) -> bool:
+    """``--preset auto`` explicitly, or by default for a folder given without ``--config``."""
+    if preset is not None:
+        return preset == "auto"
+    return dataset in ("folder", "imagefolder") and not has_config
+
+
+def folder_facts(data_dir: Optional[str], device: str, budget_s: Optional[float]) -> DataFacts:
+    """Facts of an image folder: its image count, class sub-folders, and the first image's size and
+    colour (one file opened). A bad folder raises the data loader's own one-line error."""
+    from PIL import Image
+
+    from ..data.images import folder_files
+
+    _, files, labels, class_names = folder_files(data_dir)
+    native, colour = None, None
+    try:
+        with Image.open(files[0]) as image:
+            native = min(image.size)
+            colour = image.mode not in ("L", "LA", "1", "I", "I;16", "F")
+    except OSError:
+        pass  # an unreadable first file: the loader skips and counts it; the preset keeps the defaults
+    return DataFacts(
+        num_images=len(files),
+        native_size=native,
+        colour=colour,
+        labelled=labels is not None and len(class_names) >= 2,
+        device=device,
+        budget_s=budget_s,
+        num_classes=len(class_names) if labels is not None else 0,
+    )
+
+
+def resolve(configs: Tuple, argv: Optional[Sequence[str]], print_fn=print) -> Tuple:
+    """The script's entry: ``(data, model, train, evaluation, run)`` with the preset applied when
+    it is wanted, its choices printed."""
+    import os
+    import sys
+
+    import torch
+
+    from ..config import field_aliases, load_config_file
+    from ..loop.budget import format_duration, parse_duration
+    from ..metrics.cache import resolve_cache_dir
+
+    argv = sys.argv[1:] if argv is None else list(argv)
+    data, _, train, _, run = configs
+    config_path = next(
+        (argv[i + 1] for i, tok in enumerate(argv or ()) if tok == "--config" and i + 1 < len(argv)),
+        next((tok.split("=", 1)[1] for tok in argv or () if tok.startswith("--config=")), None),
+    )
+    if not wanted(train.preset, data.dataset, config_path is not None):
+        return configs
+    device = "cuda" if torch.cuda.is_available() and not run.cpu else "cpu"
+    budget_s = parse_duration(train.time_budget) if train.time_budget else None
+    if data.dataset in ("folder", "imagefolder") and data.data_dir:
+        facts = folder_facts(data.data_dir, device, budget_s)
+    else:
+        facts = DataFacts(
+            num_images=None, native_size=None, colour=None, labelled=False, device=device, budget_s=budget_s
+        )
+    facts = dataclasses.replace(facts, cache_dir=str(resolve_cache_dir() / "eval"))
+    file_keys = load_config_file(config_path).keys() if config_path else ()
+    explicit = explicit_flags(argv, file_keys, field_aliases(tuple(type(c) for c in configs)))
+    configs, lines = apply(configs, choose(facts), explicit)
+    data, model, train, evaluation, run = configs
+    configs = (data, model, dataclasses.replace(train, preset="auto"), evaluation, run)  # config.json says so
+    # Printed by the script before Accelerate starts: under torchrun, by the first local process only.
+    if os.environ.get("LOCAL_RANK", "0") == "0":
+        described = ", ".join(
+            filter(
+                None,
+                [
+                    f"{facts.num_images} images" if facts.num_images is not None else "an unknown number of images",
+                    f"{facts.native_size} px" if facts.native_size else None,
+                    None if facts.colour is None else ("colour" if facts.colour else "grey"),
+                    "labelled" if facts.labelled else "unlabelled",
+                    device,
+                    f"budget {format_duration(budget_s)}" if budget_s else "no --time_budget",
+                ],
+            )
+        )
+        print_fn(f"--preset auto ({described}); any flag you pass wins:")
+        for line in lines:
+            print_fn(line)
+    return configs

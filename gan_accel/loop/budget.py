@@ -1,0 +1,153 @@
+"""A run's length from a wall-clock budget (``--time_budget 15m``).
+
+Users think in minutes, not in steps: the run measures its own throughput over its first updates
+and sets its length (``max_steps`` and the learning-rate schedule's) so that it ends inside the
+budget with its checkpoint and exports written. It measures again as it goes (evaluations, grids
+and checkpoints are in the average, and a busy machine slows it down), so the plan follows the
+real pace. The budget and the time already spent are saved in every checkpoint: a resumed run
+keeps the total, it does not start a fresh budget.
+
+The arithmetic is in pure functions (tested directly); :class:`TimeBudget` holds the clock.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from time import monotonic
+from typing import Callable, Dict, List, Optional
+
+import torch
+
+_UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0}
+_PART = re.compile(r"(\d+(?:\.\d+)?)([smh])")
+
+# Held back for the end of the run (final checkpoint, exports, last grid, animation): this share
+# of the budget, and at least the measured cost of the end-of-run work once it is known.
+END_RESERVE_SHARE = 0.04
+END_RESERVE_MIN_S = 2.0
+# The first plan once this share of the budget (and at least MIN_MEASURE_S) has been measured;
+# a new plan every REPLAN_SHARE of the budget after that.
+MEASURE_SHARE = 0.02
+MIN_MEASURE_S = 1.0
+REPLAN_SHARE = 0.1
+UNPLANNED_STEPS = 10**9  # the length before the first plan: never reached, a schedule stays at its start
+
+
+def parse_duration(text: str) -> float:
+    """``"15m"`` -> 900.0; also ``"2h"``, ``"90s"``, ``"1h30m"``, ``"1.5h"``; a bare number is
+    seconds. Raises ValueError on anything else or a duration that is not positive."""
+    cleaned = str(text).strip().lower().replace(" ", "")
+    if re.fullmatch(r"\d+(?:\.\d+)?", cleaned):
+        seconds = float(cleaned)
+    elif cleaned and _PART.sub("", cleaned) == "":
+        seconds = sum(float(number) * _UNITS[unit] for number, unit in _PART.findall(cleaned))
+    else:
+        raise ValueError(f"{text!r} is not a duration; write e.g. 90s, 15m, 2h or 1h30m")
+    if not math.isfinite(seconds) or seconds <= 0:
+        raise ValueError(f"{text!r}: the duration must be positive")
+    return seconds
+
+
+def format_duration(seconds: float) -> str:
+    seconds = max(0.0, seconds)
+    if seconds < 120:
+        return f"{seconds:.0f}s"
+    if seconds < 7200:
+        return f"{seconds / 60:.1f}m"
+    return f"{seconds / 3600:.2f}h"
+
+
+def end_reserve(budget_s: float, end_cost_s: float) -> float:
+    """Seconds kept for the end of the run."""
+    return max(END_RESERVE_SHARE * budget_s, END_RESERVE_MIN_S, end_cost_s)
+
+
+def process_age_s() -> float:
+    """Seconds since this process started (Linux: /proc), so that the budget also covers the
+    interpreter's start and the imports, which the user waits for too; 0 where unknown."""
+    try:
+        with open("/proc/self/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+        with open("/proc/uptime") as uptime:
+            now = float(uptime.read().split()[0])
+        return max(0.0, now - int(fields[19]) / os.sysconf("SC_CLK_TCK"))  # field 22: start time in ticks
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
+def planned_steps(budget_s: float, elapsed_s: float, step: int, seconds_per_step: float, reserve_s: float) -> int:
+    """The last step that still ends inside the budget: the steps that fit in what is left after
+    the reserve, at the measured pace, after the ``step`` already done (never fewer than that)."""
+    left = budget_s - elapsed_s - reserve_s
+    if left <= 0 or not seconds_per_step > 0:
+        return step
+    return step + int(left // seconds_per_step)
+
+
+class TimeBudget:
+    """The clock of a budgeted run. Call :meth:`check` after every update on every process;
+    it returns a new ``max_steps`` when it (re)plans, else None. The decisions use the elapsed time
+    agreed across processes (their largest), so every rank plans the same length at the same
+    step. ``agree``: the element-wise largest of a list of numbers over the processes (the
+    elapsed time and the end-of-run cost, which only the main process measures when it evaluates)."""
+
+    def __init__(
+        self,
+        budget_s: float,
+        clock: Optional[Callable[[], float]] = None,
+        agree: Optional[Callable[[List[float]], List[float]]] = None,
+        already_spent: Optional[float] = None,
+    ) -> None:
+        """``already_spent``: seconds this process spent before (default: its age)."""
+        self.budget_s = budget_s
+        self.clock = clock or monotonic  # looked up here: tests run a whole training on a simulated clock
+        self.agree = agree or (lambda values: values)
+        self.start = self.clock()
+        self.elapsed_before = 0.0  # spent by the runs this one resumes
+        self.startup_s = process_age_s() if already_spent is None else already_spent
+        self.end_cost_s = 0.0  # measured cost of the end-of-run work, when known
+        # Time in timed hooks (evaluations) is not the pace of training: it is left out of the pace
+        # and planned for apart (future_cost_s: the evaluations still to come before the end).
+        self.hook_s = 0.0
+        self.future_cost_s = 0.0
+        self.max_steps = UNPLANNED_STEPS
+        self._measure_from: Optional[tuple] = None  # (step, elapsed) where this process's pace is measured from
+        self._next_plan_at = 0.0
+
+    def elapsed(self) -> float:
+        return self.elapsed_before + self.startup_s + self.clock() - self.start
+
+    def check(self, step: int) -> Optional[int]:
+        elapsed, end_cost_s, hook_s, future_cost_s = self.agree(
+            [self.elapsed(), self.end_cost_s, self.hook_s, self.future_cost_s]
+        )
+        if self._measure_from is None:
+            # From the first update on: set-up and the first update (allocations, compilation)
+            # are not the pace of the rest.
+            self._measure_from = (step, elapsed, hook_s)
+            self._next_plan_at = elapsed + max(MIN_MEASURE_S, MEASURE_SHARE * self.budget_s)
+            return None
+        if elapsed < self._next_plan_at or step <= self._measure_from[0]:
+            return None
+        training_s = elapsed - self._measure_from[1] - (hook_s - self._measure_from[2])
+        seconds_per_step = max(training_s, 0.0) / (step - self._measure_from[0])
+        reserve = end_reserve(self.budget_s, end_cost_s) + future_cost_s
+        self.max_steps = max(step, planned_steps(self.budget_s, elapsed, step, seconds_per_step, reserve))
+        self._next_plan_at = elapsed + REPLAN_SHARE * self.budget_s
+        return self.max_steps
+
+    def schedule_length(self) -> int:
+        return self.max_steps
+
+    def state_dict(self) -> Dict[str, torch.Tensor]:
+        return {
+            "budget_s": torch.tensor(self.budget_s, dtype=torch.float64),
+            "elapsed_s": torch.tensor(self.elapsed(), dtype=torch.float64),
+        }
+
+    def load_state_dict(self, state: Dict[str, torch.Tensor]) -> None:
+        """Resume: the time already spent counts against the same budget."""
+        self.elapsed_before = float(state["elapsed_s"])
+        self.start = self.clock()

@@ -1,0 +1,240 @@
+"""--time_budget: durations, the plan's arithmetic, and whole runs on a simulated clock (a real
+clock under a shared machine's load would make a timing assertion flaky; the simulated one makes
+every step cost the same, so "ends within 10% of the budget" is exact and still exercises the
+measuring, planning, re-planning and resume code of a real run)."""
+
+import json
+
+import pytest
+from safetensors.torch import load_file
+
+import gan_accel.loop.budget as budget_mod
+from gan_accel.engine.optim import curve_factor
+from gan_accel.errors import ConfigError
+from gan_accel.gan.config import GANTrainArguments
+from gan_accel.loop.budget import TimeBudget, parse_duration, planned_steps
+from helpers import TINY_GAN, load_script, read_jsonl
+
+train_gan = load_script("train_gan").main
+
+
+@pytest.mark.parametrize(
+    "text,seconds",
+    [("15m", 900), ("2h", 7200), ("90s", 90), ("1h30m", 5400), ("1.5h", 5400), ("45", 45), (" 2M ", 120)],
+)
+def test_parse_duration(text, seconds):
+    assert parse_duration(text) == seconds
+
+
+@pytest.mark.parametrize("text", ["", "15x", "m", "-5m", "0s", "15m junk"])
+def test_bad_durations_are_refused_naming_the_flag(text):
+    with pytest.raises(ConfigError, match="--time_budget"):
+        GANTrainArguments(time_budget=text)
+
+
+def test_the_clock_starts_with_the_process():
+    assert 0 < budget_mod.process_age_s() < 24 * 3600  # pytest started before this test
+    assert TimeBudget(60.0, clock=lambda: 5.0, already_spent=7.0).elapsed() == 7.0
+
+
+def test_planned_steps():
+    assert planned_steps(100, 10, 50, 0.5, 4) == 50 + 172
+    assert planned_steps(100, 99, 50, 0.5, 4) == 50  # nothing left: stop now
+    assert planned_steps(100, 10, 50, 0.0, 4) == 50
+
+
+def test_curve_factor_follows_the_length_it_reads():
+    length = {"steps": 100}
+    linear = curve_factor("linear", 10, lambda: length["steps"])
+    assert linear(5) == 0.5 and linear(10) == 1.0 and linear(55) == pytest.approx(0.5) and linear(100) == 0.0
+    length["steps"] = 190
+    assert linear(100) == pytest.approx(0.5)
+    cosine = curve_factor("cosine", 0, lambda: 10)
+    assert cosine(0) == 1.0 and cosine(5) == pytest.approx(0.5) and cosine(10) == pytest.approx(0.0)
+    assert curve_factor("constant", 2, lambda: 1)(1) == 0.5 and curve_factor("constant", 2, lambda: 1)(50) == 1.0
+
+
+@pytest.mark.parametrize("kind,ratio", [("linear", 1), ("cosine", 2), ("constant", 2)])
+def test_a_schedule_with_a_length_callable_follows_the_fixed_curve(kind, ratio):
+    """The seam a budget uses (LRSchedule.length): with a length that does not change, the same
+    rates as transformers' curve of that length, stretched alike for an optimizer updating
+    ``ratio`` times per run step."""
+    import torch
+
+    from gan_accel.engine import LRSchedule, build_scheduler
+
+    def rates(schedule):
+        opt = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=1.0)
+        sched = build_scheduler(schedule.scaled(ratio), opt, num_processes=1)
+        out = []
+        for _ in range(10 * ratio):
+            opt.step()
+            sched.step()
+            out.append(sched.get_last_lr()[0])
+        return out
+
+    fixed = rates(LRSchedule(kind, 2, 10))
+    planned = rates(LRSchedule(kind, 2, 0, length=lambda: 10))
+    assert planned == pytest.approx(fixed, abs=1e-12) and fixed[-1] == (1.0 if kind == "constant" else 0.0)
+
+
+def simulate(budget_s, step_s, end_s, budget=None, start_step=0, stop_at=None):
+    """A loop on a simulated clock: ``step_s`` per update; returns (budget, last step, time at the end)."""
+    now = {"t": 0.0}
+    budget = budget or TimeBudget(budget_s, clock=lambda: now["t"], already_spent=0.0)
+    step = start_step
+    while step < budget.max_steps and step != stop_at:
+        now["t"] += step_s
+        step += 1
+        budget.check(step)
+    return budget, step, budget.elapsed() + end_s
+
+
+@pytest.mark.parametrize("step_s", [0.001, 0.05, 1.0])
+def test_a_simulated_run_ends_inside_its_budget(step_s):
+    budget, step, total = simulate(60.0, step_s, end_s=1.0)
+    assert 0.9 * 60 <= total <= 60, (step, total)
+
+
+def test_replanning_follows_a_slowdown():
+    now = {"t": 0.0}
+    budget = TimeBudget(100.0, clock=lambda: now["t"], already_spent=0.0)
+    step = 0
+    while step < budget.max_steps:
+        now["t"] += 0.1 if now["t"] < 30 else 0.3  # the machine gets 3x busier a third of the way in
+        step += 1
+        budget.check(step)
+    assert 90 <= budget.elapsed() <= 100
+
+
+def test_evaluations_are_planned_apart_from_the_pace():
+    """Three 5 s evaluations spread over the planned length (as RunExtras sizes them), each worth 10
+    updates: the run still ends inside its budget, with the evaluations' time counted apart from
+    the pace (future_cost_s, end_cost_s) rather than in it."""
+    now = {"t": 0.0}
+    budget = TimeBudget(100.0, clock=lambda: now["t"], already_spent=0.0)
+    step, evals = 0, 0
+    while step < budget.max_steps:
+        now["t"] += 0.5  # slow updates: an evaluation is worth 10 of them
+        step += 1
+        every = max(1, budget.max_steps // 3)
+        if step % every == 0 or step == budget.max_steps:
+            now["t"] += 5.0
+            budget.hook_s += 5.0
+            budget.end_cost_s = 1.5 * 5.0
+            evals += 1
+        budget.future_cost_s = 5.0 * max(0, (budget.max_steps - 1) // every - step // every)
+        budget.check(step)
+    assert 90 <= budget.elapsed() <= 100 and evals >= 3, (step, budget.elapsed(), evals)
+
+
+def test_the_elapsed_time_survives_a_resume():
+    budget, step, _ = simulate(60.0, 0.1, 0.0, stop_at=200)
+    state = budget.state_dict()
+    assert float(state["elapsed_s"]) == pytest.approx(20.0)
+    now = {"t": 1000.0}
+    resumed = TimeBudget(60.0, clock=lambda: now["t"], already_spent=0.0)
+    resumed.load_state_dict(state)
+    assert resumed.elapsed() == pytest.approx(20.0)
+    while step < resumed.max_steps:
+        now["t"] += 0.1
+        step += 1
+        resumed.check(step)
+    assert 54 <= resumed.elapsed() <= 60  # the total, not 60 s more
+
+
+TICK = 0.1  # simulated seconds per clock reading
+
+
+@pytest.fixture
+def simulated_clock(monkeypatch):
+    now = {"t": 0.0}
+
+    def clock():
+        now["t"] += TICK
+        return now["t"]
+
+    monkeypatch.setattr(budget_mod, "monotonic", clock)
+    monkeypatch.setattr(budget_mod, "process_age_s", lambda: 0.0)  # the test process's age is not simulated
+    return now
+
+
+def budget_run(out, *extra):
+    argv = [
+        *TINY_GAN,
+        "--output_dir",
+        str(out),
+        "--time_budget",
+        "40s",
+        "--lr_scheduler",
+        "linear",
+        "--log_every",
+        "10",
+        "--checkpointing_steps",
+        "0",
+        *extra,
+    ]
+    assert train_gan(argv) == 0
+    final = sorted((out / "checkpoints").iterdir())[-1]
+    return final, float(load_file(str(final / "budget.safetensors"))["elapsed_s"])
+
+
+def test_a_budgeted_run_ends_within_10_percent_of_its_budget(tmp_path, simulated_clock, capsys):
+    final, elapsed = budget_run(tmp_path / "run")
+    assert 36.0 <= elapsed <= 40.0, elapsed
+    state = json.loads((final / "trainer_state.json").read_text())["state"]
+    assert state["step"] > 50  # it trained for its budget, not --max_steps' 2000
+    records = read_jsonl(tmp_path / "run" / "metrics.jsonl")
+    assert records[-1]["step"] == state["step"] and records[-1]["lr/G"] == 0.0  # the schedule ends with the run
+    assert "--time_budget 40s" in capsys.readouterr().out
+    assert (tmp_path / "run" / "generator" / "model.safetensors").is_file()
+
+
+def test_a_resumed_budgeted_run_keeps_the_total(tmp_path, simulated_clock, monkeypatch):
+    import gan_accel.loop.run as run_mod
+
+    real_should_stop = run_mod.TrainingRun.should_stop
+
+    def stop_at_40(self):  # as if a SIGTERM came at step 40
+        return self.state.step == 40 or real_should_stop(self)
+
+    monkeypatch.setattr(run_mod.TrainingRun, "should_stop", stop_at_40)
+    out = tmp_path / "run"
+    _, first = budget_run(out)
+    assert 0 < first < 40
+    monkeypatch.setattr(run_mod.TrainingRun, "should_stop", real_should_stop)
+    _, total = budget_run(out, "--resume_from_checkpoint", "latest")
+    assert 36.0 <= total <= 40.0, (first, total)
+
+
+def test_two_processes_plan_the_same_length_with_ada(tmp_path):
+    """The ranks' clocks differ; the plan (from the slowest) and ADA's p (from reduced sums) must not,
+    or one rank would stop while the other waits in a collective."""
+    from test_distributed import torchrun
+
+    out = tmp_path / "ddp"
+    proc = torchrun(
+        [
+            *TINY_GAN,
+            "--output_dir",
+            str(out),
+            "--batch_size",
+            "16",
+            "--time_budget",
+            "8s",
+            "--ada",
+            "--ada_interval",
+            "2",
+            "--ada_kimg",
+            "1",
+            "--ada_target",
+            "0.1",
+            "--checkpointing_steps",
+            "0",
+        ]
+    )
+    assert "processes: 2" in proc.stdout and "planned length" in proc.stdout
+    final = sorted((out / "checkpoints").iterdir())[-1]
+    state = json.loads((final / "trainer_state.json").read_text())["state"]
+    assert state["step"] > 4 and load_file(str(final / "ada.safetensors"))["p"].item() > 0
+    assert (out / "generator" / "model.safetensors").is_file()

@@ -1,0 +1,122 @@
+"""--preset auto: the choices for a few folder shapes, an explicit flag wins, and the script
+applies it by default to a folder (and only then)."""
+
+from gan_accel.config import RunArguments
+from gan_accel.gan.config import GANDataArguments, GANEvalArguments, GANModelArguments, GANTrainArguments
+from gan_accel.gan.preset import DataFacts, apply, choose, explicit_flags, folder_facts, wanted
+from helpers import load_script, write_png
+
+train_gan = load_script("train_gan").main
+
+
+def chosen(**facts):
+    base = dict(num_images=8000, native_size=64, colour=True, labelled=True, device="cpu")
+    return {c.field: c.value for c in choose(DataFacts(**{**base, **facts}))}
+
+
+def test_photo_crops_on_a_cpu():
+    c = chosen()
+    assert c["arch"] == "dcgan" and c["image_size"] == 32 and c["channels"] == 3 and c["g_channels"] == 48
+    assert c["batch_size"] == 64 and c["ada"] is True and c["ada_kimg"] == 20.0 and c["num_evaluations"] == 10
+
+
+def test_a_small_grey_folder_gets_small_batches_fast_ada_and_16_px():
+    c = chosen(num_images=100, native_size=8, colour=False)
+    assert c["channels"] == 1 and c["image_size"] == 16 and c["batch_size"] == 25 and c["ada_kimg"] == 5.0
+
+
+def test_a_large_folder_on_a_gpu():
+    c = chosen(num_images=100_000, native_size=256, device="cuda")
+    assert c["arch"] == "resnet" and c["image_size"] == 64 and c["loss"] == "hinge" and c["d_norm"] == "spectral"
+    assert c["ada"] is False and c["g_channels"] == 128
+
+
+def test_no_class_folders_no_domain_evaluation_and_a_long_budget_widens():
+    c = chosen(labelled=False, budget_s=7200)
+    assert c["num_evaluations"] == 0 and "eval_num_images" not in c and c["g_channels"] == 64
+
+
+def test_every_choice_reason_is_one_line_and_every_field_exists():
+    fields = {
+        f
+        for t in (GANDataArguments, GANModelArguments, GANTrainArguments, GANEvalArguments)
+        for f in t.__dataclass_fields__
+    }
+    for facts in (dict(), dict(device="cuda"), dict(num_images=None, colour=None, native_size=None, labelled=False)):
+        for choice in choose(
+            DataFacts(
+                **{
+                    **dict(num_images=8000, native_size=64, colour=True, labelled=True, device="cpu", cache_dir="/c"),
+                    **facts,
+                }
+            )
+        ):
+            assert choice.field in fields and choice.reason and "\n" not in choice.reason
+
+
+def test_explicit_flags_win():
+    configs = (
+        GANDataArguments(dataset="folder", data_dir="x"),
+        GANModelArguments(),
+        GANTrainArguments(batch_size=16),
+        GANEvalArguments(),
+        RunArguments(output_dir="o"),
+    )
+    explicit = explicit_flags(["--batch_size", "16", "--output_dir=o", "--no_ada"], file_keys=["lr_g"])
+    assert explicit >= {"batch_size", "output_dir", "ada", "lr_g"}
+    (data, model, train, evaluation, run), lines = apply(
+        configs, choose(DataFacts(8000, 64, True, True, "cpu")), explicit
+    )
+    assert train.batch_size == 16 and train.lr_g == 2e-4 and train.ada is False
+    assert model.g_channels == 48 and data.channels == 3 and evaluation.num_evaluations == 10
+    assert any(line.startswith("  --batch_size 16 (your flag") for line in lines)
+    # A cadence given by the user wins over the preset's count of the same events.
+    (_, _, train, evaluation, _), lines = apply(
+        configs, choose(DataFacts(8000, 64, True, True, "cpu")), {"sample_every", "eval_every"}
+    )
+    assert train.num_grids == 0 and evaluation.num_evaluations == 0
+    assert "  --num_grids 0 (your --sample_every wins; the preset would use 20)" in lines
+
+
+def test_when_the_preset_applies():
+    assert wanted(None, "folder", has_config=False) and wanted(None, "imagefolder", has_config=False)
+    assert not wanted(None, "folder", has_config=True) and not wanted(None, "digits", has_config=False)
+    assert wanted("auto", "digits", has_config=True) and not wanted("none", "folder", has_config=False)
+
+
+def photo_folder(root, per_class=6):
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    for name in ("a", "b"):
+        for i in range(per_class):
+            write_png(root / name / f"{i}.png", rng.integers(0, 255, (40, 48, 3), dtype=np.uint8))
+    return root
+
+
+def test_folder_facts(tmp_path):
+    facts = folder_facts(str(photo_folder(tmp_path / "d")), "cpu", None)
+    assert (facts.num_images, facts.native_size, facts.colour, facts.labelled) == (12, 40, True, True)
+    assert facts.num_classes == 2
+
+
+def test_no_evaluation_when_the_classes_are_too_small_for_the_domain_features():
+    # 48 images in 10 class folders (the README's example folder): the domain classifier would
+    # refuse to serve and stop the run.
+    small = {c.field: c.value for c in choose(DataFacts(48, 64, True, True, "cpu", num_classes=10))}
+    assert small["num_evaluations"] == 0 and "eval_real_images" not in small
+    enough = {c.field: c.value for c in choose(DataFacts(600, 64, True, True, "cpu", num_classes=10))}
+    assert enough["num_evaluations"] == 10
+
+
+def test_the_script_applies_it_to_a_folder_and_prints_why(tmp_path, capsys):
+    data = photo_folder(tmp_path / "d")
+    folder = ["--dataset", "folder", "--data_dir", str(data), "--output_dir", str(tmp_path / "o")]
+    assert train_gan([*folder, "--g_channels", "8", "--dry_run"]) == 0
+    out = capsys.readouterr().out
+    assert "--preset auto (12 images, 40 px, colour, labelled, cpu, no --time_budget)" in out
+    assert "  --channels 3: the first image is colour" in out and "  --g_channels 8 (your flag" in out
+    assert '"g_channels": 8' in out and '"channels": 3' in out and '"ada": true' in out and '"preset": "auto"' in out
+    assert train_gan([*folder, "--preset", "none", "--dry_run"]) == 0
+    out = capsys.readouterr().out
+    assert "--preset auto" not in out and '"channels": 1' in out
