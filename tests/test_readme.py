@@ -74,7 +74,7 @@ def scratch(tmp_path_factory):
     from benchmarks.data import generate_folder
 
     folder = tmp_path_factory.mktemp("readme")
-    for name in ("scripts", "configs", "samples"):
+    for name in ("scripts", "configs", "samples", "docs"):
         (folder / name).symlink_to(ROOT / name)
     generate_folder(folder / "my_images", 48, 64, 1)
     return folder
