@@ -10,7 +10,7 @@ from gan_accel.cyclegan.data import load_domains
 from gan_accel.cyclegan.export import save_translator
 from gan_accel.cyclegan.models import ResnetGenerator
 from helpers import load_script
-from test_bad_input import user_error
+from helpers import one_line_error as user_error
 
 train_cyclegan = load_script("train_cyclegan").main
 translate = load_script("translate").main

@@ -15,7 +15,7 @@ from gan_accel.data import load_image_data
 from gan_accel.data.source import open_image_source
 from gan_accel.gan.config import GANDataArguments
 from helpers import TINY_GAN, load_script
-from test_bad_input import user_error
+from helpers import one_line_error as user_error
 
 train_gan = load_script("train_gan").main
 CPU = torch.device("cpu")

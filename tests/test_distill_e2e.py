@@ -13,7 +13,7 @@ from safetensors.torch import load_file
 
 from classifier_fixtures import load_script, make_tiny, read_jsonl, single_thread, write_rows  # noqa: E402
 from distill_fixtures import distill_argv, distill_in_process, make_teacher  # noqa: E402
-from test_bad_input import user_error  # noqa: E402
+from helpers import one_line_error as user_error
 
 one_thread = pytest.fixture(scope="module", autouse=True)(single_thread)
 distill_main = load_script("distill_classifier").main

@@ -10,7 +10,7 @@ from cyclegan_fixtures import TINY_CYCLEGAN, make_domains
 from gan_accel.loop.guard import NonFiniteError, NonFiniteGuard
 from gan_accel.loop.state import TrainState
 from helpers import TINY_GAN, load_script
-from test_bad_input import user_error
+from helpers import one_line_error as user_error
 from test_reliability import gan_step, nan_loss_after
 
 train_gan = load_script("train_gan").main
