@@ -258,6 +258,10 @@ def test_evaluation_during_training_keeps_the_best_generator(tmp_path):
     best = min(evals, key=lambda r: r["eval/fid"])
     assert evals[-1]["eval/best_fid"] == best["eval/fid"]
     assert (out / "best_generator" / "model.safetensors").is_file()
+    # Its model card carries the scores with the protocol they were measured with.
+    card = (out / "best_generator" / "README.md").read_text()
+    assert "Protocol (how each number was measured)" in card and '"feature_extractor": "domain"' in card
+    assert "| precision |" in card and "| recall |" in card
     state = json.loads((out / "checkpoints" / "step_00000006" / "trainer_state.json").read_text())["state"]
     assert state["best_metric"] == best["eval/fid"]
     assert (out / "cache").is_dir()  # classifier and reference statistics cached in the run folder

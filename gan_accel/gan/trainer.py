@@ -18,7 +18,7 @@ from ..engine import AFTER_CHECKPOINT, UPDATE, BestKeeper, Hook, RandomStreams, 
 from ..errors import ConfigError
 from ..loop.trackers import log_image
 from ..models import build_models, save_generator
-from ..models.hub import publish
+from ..models.hub import card_metrics, publish
 from ..runner import Output, Plan, Task
 from ..sampling import class_rows, fixed_noise, grid_labels, save_grid
 from . import photo_run
@@ -183,7 +183,9 @@ class GANTrainer(Task):
         run = self.run
         state = self.run.state
         self._evaluated = self.calibrated_ema()
-        metrics = self.evaluator.evaluate(self._evaluated)
+        # The full result (with its protocol) for the best export's model card; flat floats for the log.
+        self._evaluation = self.evaluator.evaluate_full(self._evaluated)
+        metrics = self._evaluation.flat()
         if self.keeper.update(metrics):
             metrics["eval/best_step"] = float(state.step)
         metrics["eval/best_fid"] = state.best_metric
@@ -197,7 +199,10 @@ class GANTrainer(Task):
 
     def export_best(self, metrics: dict) -> None:
         save_generator(
-            copy.deepcopy(self._evaluated).cpu(), self.run.output_dir / "best_generator", run_config=self.run.config
+            copy.deepcopy(self._evaluated).cpu(),
+            self.run.output_dir / "best_generator",
+            run_config=self.run.config,
+            metrics=card_metrics(self._evaluation),  # each with the protocol it was measured with
         )
         photo_run.write_best_score(
             self.run.output_dir / "best_generator", "eval/fid", metrics["eval/fid"], self.run.state.step
