@@ -353,9 +353,13 @@ def test_a_nonfinite_fid_never_becomes_the_best(tmp_path):
     t = trainer(tmp_path / "run", 1)
     t.train()
 
-    class DivergedEvaluator:  # what the evaluator returns for a generator making NaN images
-        def evaluate(self, G):
+    class DivergedResult:  # what the evaluator returns for a generator making NaN images
+        def flat(self):
             return {"eval/fid": float("nan"), "eval/fid_floor": 0.5, "eval/kid_mean": float("nan")}
+
+    class DivergedEvaluator:
+        def evaluate_full(self, G):
+            return DivergedResult()
 
     t.evaluator = DivergedEvaluator()
     t.evaluate()
