@@ -31,10 +31,7 @@ from .config import RunArguments, config_to_dict, parse_config, resume_policy
 from .data.fingerprint import check_run_outside_data
 from .errors import cli_entry
 from .loop.accel import print_and_save_config
-from .loop.rundir import RUN_OUTPUTS
-
-# Written by every run (the task adds its own): what --overwrite_output_dir removes besides them.
-SHARED_OUTPUTS = RUN_OUTPUTS
+from .loop.rundir import RUN_OUTPUTS  # written by every run; a task's own outputs are added to them
 
 
 @dataclass(frozen=True)
@@ -141,7 +138,7 @@ class Task:
         with self.accelerator.main_process_first():
             self.read_data()
         self.check()
-        names = (*SHARED_OUTPUTS, *(o.name for o in self.outputs))
+        names = (*RUN_OUTPUTS, *(o.name for o in self.outputs))
         self.run = TrainingRun(
             self.run_args,
             config_to_dict(*self.config_values()),

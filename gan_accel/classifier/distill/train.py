@@ -112,6 +112,7 @@ class DistillTrainer(ClassifierTrainer):
         return [Hook(self.evaluator, every=self.args.eval_every, at_end=True, at_epoch_end=True)]
 
     def train_engine(self) -> bool:
+        # The runner's plain loop, not the classifier's local-SGD wrapper (refused in check_settings).
         return self.engine.train()
 
     def export(self) -> None:
