@@ -37,3 +37,29 @@ def test_a_folder_with_files_is_refused(tmp_path, capsys):
     (tmp_path / "mine.txt").write_text("keep")
     line = one_line_error(make_photo_crops, ["--output_dir", str(tmp_path)], capsys)
     assert "--output_dir" in line and (tmp_path / "mine.txt").read_text() == "keep"
+
+
+def test_the_benchmark_judge_labels_each_crop_with_the_cell_of_its_centre(tmp_path):
+    """benchmarks/photos.py's judge classes: ``<photo>_r<row>c<col>``, the 3x3 cell holding the crop's
+    centre, checked by locating each saved crop in its photo."""
+    import numpy as np
+
+    import benchmarks.photos as bench
+    from gan_accel.cli.make_photo_crops import bundled_photos
+
+    photos = bundled_photos()
+    bench.make_region_crops(tmp_path / "judge", 12, seed=2)
+    folders = sorted(p.name for p in (tmp_path / "judge").iterdir())
+    assert not (tmp_path / "judge.partial").exists() and len(list((tmp_path / "judge").rglob("*.png"))) == 12
+    assert {name.rsplit("_r", 1)[0] for name in folders} == set(photos)
+    # The same boxes, drawn again with the same seed, put every crop in the folder of its centre's cell.
+    from gan_accel.cli.make_photo_crops import crop_boxes
+
+    rng = np.random.default_rng(2)
+    for name in sorted(photos):
+        width, height = photos[name].size
+        for number, (left, top, right, bottom) in enumerate(crop_boxes(photos[name], 4, 128, rng)):
+            row, col = int((top + bottom) / 2 / height * 3), int((left + right) / 2 / width * 3)
+            assert (tmp_path / "judge" / f"{name}_r{row}c{col}" / f"{number:05d}.png").is_file()
+    bench.make_region_crops(tmp_path / "judge", 99, seed=5)  # an existing set is kept as it is
+    assert len(list((tmp_path / "judge").rglob("*.png"))) == 12

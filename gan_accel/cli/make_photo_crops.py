@@ -39,14 +39,20 @@ def bundled_photos() -> Dict[str, Image.Image]:
     return photos
 
 
-def random_crops(photo: Image.Image, count: int, crop_size: int, size: int, rng: np.random.Generator):
-    """``count`` square crops of ``crop_size`` source pixels at random positions, resized to ``size``."""
+def crop_boxes(photo: Image.Image, count: int, crop_size: int, rng: np.random.Generator):
+    """``count`` square boxes ``(left, top, right, bottom)`` of ``crop_size`` source pixels at random positions."""
     width, height = photo.size
     side = min(crop_size, width, height)
     for _ in range(count):
         left = int(rng.integers(0, width - side + 1))
         top = int(rng.integers(0, height - side + 1))
-        yield photo.crop((left, top, left + side, top + side)).resize((size, size), Image.BICUBIC)
+        yield left, top, left + side, top + side
+
+
+def random_crops(photo: Image.Image, count: int, crop_size: int, size: int, rng: np.random.Generator):
+    """``count`` square crops of ``crop_size`` source pixels at random positions, resized to ``size``."""
+    for box in crop_boxes(photo, count, crop_size, rng):
+        yield photo.crop(box).resize((size, size), Image.BICUBIC)
 
 
 def write_split(photos: Dict[str, Image.Image], folder: Path, total: int, crop_size: int, size: int, seed: int) -> int:
