@@ -456,15 +456,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     results = workdir / "results.json"
     # Records of finished runs are kept: a benchmark stopped half-way resumes where it was.
     records = json.loads(results.read_text()) if results.is_file() else []
-    records = [r for r in records if r.get("minutes") == args.minutes or r["run"] in ("real crops", "blurred crops")]
     if not any(r["run"] == "real crops" for r in records):
         records = calibration(data, judge, photos) + records
     for seed in range(args.first_seed, args.first_seed + args.seeds):
         for run in runs:
-            if any(
-                r["run"] == run and r.get("seed") == seed and r.get("flags", []) == variants.get(run, [])
-                for r in records
-            ):
+            key = (run, seed, args.minutes, variants.get(run, []))
+            if any((r["run"], r.get("seed"), r.get("minutes"), r.get("flags", [])) == key for r in records):
                 continue
             out = workdir / "runs" / f"{run}_seed{seed}_{args.minutes:g}m"
             record = {"run": run, "seed": seed, "minutes": args.minutes, "flags": variants.get(run, [])}
@@ -486,7 +483,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             records.append(record)
             print(json.dumps(record), flush=True)
             results.write_text(json.dumps(records, indent=2) + "\n")
-    print_table(records, runs)
+    print_table([r for r in records if r.get("minutes") in (None, args.minutes)], runs)
     return 0
 
 
