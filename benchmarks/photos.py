@@ -303,7 +303,6 @@ def prewarm(data: Dict[str, Path], workdir: Path, cache: Path) -> None:
             "100",
         ]
         run_toolkit(argv, out)
-        (out.parent / f"{out.name}.done.json").unlink()
     for path in data["full"].rglob("*.png"):  # the page cache, for dcgan_ref's on-the-fly decoding
         path.read_bytes()
 
@@ -311,8 +310,9 @@ def prewarm(data: Dict[str, Path], workdir: Path, cache: Path) -> None:
 def run_toolkit(argv: List[str], out: Path) -> float:
     """Train (or reuse the finished run in ``out`` when its ``OUT.done.json`` has the same argv); the wall time."""
     done = out.parent / f"{out.name}.done.json"
-    if done.is_file() and out.is_dir() and json.loads(done.read_text())["argv"] == argv:
-        return json.loads(done.read_text())["wall_s"]
+    finished = json.loads(done.read_text()) if done.is_file() and out.is_dir() else {}
+    if finished.get("argv") == argv:
+        return finished["wall_s"]
     if out.exists():
         shutil.rmtree(out)
     start = time.monotonic()
@@ -452,7 +452,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         num_images=1000,
         cache_dir=str(cache / "eval_bench"),
     )
-    print(f"judge: 27 regions, held-out accuracy {judge.domain.accuracy:.3f}, floor FID {judge.floor['fid']:.3f}")
+    print(
+        f"judge: {judge.real.num_classes} regions, held-out accuracy {judge.domain.accuracy:.3f}, floor FID {judge.floor['fid']:.3f}"
+    )
     results = workdir / "results.json"
     # Records of finished runs are kept: a benchmark stopped half-way resumes where it was.
     records = json.loads(results.read_text()) if results.is_file() else []
@@ -502,7 +504,6 @@ def print_table(records: List[dict], runs: Sequence[str]) -> None:
         rows = [r for r in records if r["run"] == run]
         if not rows:
             continue
-
         print(
             f"| {run} | {len(rows) if 'seed' in rows[0] else '-'} | {_median(rows, 'fid', '.2f')} | "
             f"{_median(rows, 'fid_at_floor_size', '.2f')} | {_median(rows, 'x_floor', '.1f')} | "
