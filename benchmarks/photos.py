@@ -6,6 +6,8 @@ the same --minutes of wall-clock time, start-up, data decoding and exports inclu
 
   defaults   today's defaults (--preset none: the 64-channel DCGAN at 32 px, no augmentation, no
              evaluation), given the same time through --time_budget
+  defaults_cmd  today's default command as it stands, `--dataset folder --data_dir DIR --channels 3
+             --preset none`: 2,000 updates, whatever the time (it ends before --minutes)
   auto       the new default: the command a user types, `--dataset folder --data_dir DIR --time_budget`
   dcgan_ref  pytorch/examples' dcgan/main.py at its defaults (64 px, ngf = ndf = 64, nz 100, batch 64,
              Adam 2e-4 (0.5, 0.999), BCE with a sigmoid D, N(0, 0.02) init). It cannot be downloaded
@@ -52,7 +54,8 @@ import torch.nn.functional as F
 
 from gan_accel.data.images import load_image_data, to_float_images
 
-RUNS = ("defaults", "auto", "dcgan_ref", "ada", "noaug", "diffaugment")
+RUNS = ("defaults", "defaults_cmd", "auto", "dcgan_ref", "ada", "noaug", "diffaugment")
+CUT_RUNS = ("ada", "noaug", "diffaugment")
 CUT = 500
 REGIONS = 3  # the judge's grid over each photo: 3 x 3 cells, 27 classes
 JUDGE_CROPS = 9000
@@ -250,10 +253,17 @@ def train_examples_dcgan(folder: Path, seconds: float, seed: int) -> tuple:
 
 # ---- our runs --------------------------------------------------------------------------------
 def toolkit_argv(
-    run: str, data: Dict[str, Path], out: Path, minutes: float, seed: int, cache: Path, variants: Dict[str, List[str]]
+    run: str,
+    data: Dict[str, Path],
+    out: Path,
+    minutes: float,
+    seed: int,
+    cache: Path,
+    variants: Dict[str, List[str]],
+    cut_variants: Dict[str, List[str]],
 ) -> List[str]:
     budget = f"{minutes * 60:.0f}s"
-    folder = data["cut"] if run in ("ada", "noaug", "diffaugment") else data["full"]
+    folder = data["cut"] if run in CUT_RUNS or run in cut_variants else data["full"]
     argv = [
         "--dataset",
         "folder",
@@ -272,11 +282,13 @@ def toolkit_argv(
     ]
     if run == "defaults":
         argv += ["--preset", "none", "--channels", "3"]
+    elif run == "defaults_cmd":
+        argv = [a for a in argv if a not in ("--time_budget", budget)] + ["--preset", "none", "--channels", "3"]
     elif run == "noaug":
         argv += ["--ada", "False"]
     elif run == "diffaugment":
         argv += ["--ada", "False", "--diffaugment", "translation,cutout,color"]
-    return argv + variants.get(run, [])
+    return argv + variants.get(run, []) + cut_variants.get(run, [])
 
 
 def prewarm(data: Dict[str, Path], workdir: Path, cache: Path) -> None:
@@ -419,15 +431,28 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         help="An extra run: the auto command plus FLAGS on the full folder, e.g. "
         "'bs32=--batch_size 32' (repeatable; how the preset's table was tuned).",
     )
+    parser.add_argument(
+        "--cut_variant",
+        action="append",
+        default=[],
+        metavar="NAME=FLAGS",
+        help=f"The same on the {CUT}-image cut (with D's overfitting gap), e.g. 'ada_k50=--ada_kimg 50'.",
+    )
     args = parser.parse_args(argv)
-    variants = {}
-    for spec in args.variant:
-        name, sep, flags = spec.partition("=")
-        if not sep or not name or name in RUNS:
-            parser.error(f"--variant {spec!r}: write NAME=FLAGS with a NAME other than {', '.join(RUNS)}")
-        variants[name.strip()] = shlex.split(flags)
-    runs = [r.strip() for r in args.only.split(",") if r.strip()] + list(variants)
-    unknown = [r for r in runs if r not in RUNS and r not in variants]
+    variants: Dict[str, List[str]] = {}
+    cut_variants: Dict[str, List[str]] = {}
+    for flag, specs, into in (
+        ("--variant", args.variant, variants),
+        ("--cut_variant", args.cut_variant, cut_variants),
+    ):
+        for spec in specs:
+            name, sep, flags = spec.partition("=")
+            name = name.strip()
+            if not sep or not name or name in RUNS or name in variants or name in cut_variants:
+                parser.error(f"{flag} {spec!r}: write NAME=FLAGS with a new NAME, other than {', '.join(RUNS)}")
+            into[name] = shlex.split(flags)
+    runs = [r.strip() for r in args.only.split(",") if r.strip()] + list(variants) + list(cut_variants)
+    unknown = [r for r in runs if r not in RUNS and r not in variants and r not in cut_variants]
     if unknown:
         parser.error(f"--only: unknown run(s) {', '.join(unknown)}; use a subset of {', '.join(RUNS)}")
     workdir = Path(args.workdir)
@@ -462,16 +487,19 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         records = calibration(data, judge, photos) + records
     for seed in range(args.first_seed, args.first_seed + args.seeds):
         for run in runs:
-            key = (run, seed, args.minutes, variants.get(run, []))
+            flags = variants.get(run, []) + cut_variants.get(run, [])
+            key = (run, seed, args.minutes, flags)
             if any((r["run"], r.get("seed"), r.get("minutes"), r.get("flags", [])) == key for r in records):
                 continue
             out = workdir / "runs" / f"{run}_seed{seed}_{args.minutes:g}m"
-            record = {"run": run, "seed": seed, "minutes": args.minutes, "flags": variants.get(run, [])}
+            record = {"run": run, "seed": seed, "minutes": args.minutes, "flags": flags}
             if run == "dcgan_ref":
                 G, updates, epochs = train_examples_dcgan(data["full"], args.minutes * 60, seed)
                 record.update(score(judge, photos, G), updates=updates, epochs=epochs)
             else:
-                wall = run_toolkit(toolkit_argv(run, data, out, args.minutes, seed, cache, variants), out)
+                wall = run_toolkit(
+                    toolkit_argv(run, data, out, args.minutes, seed, cache, variants, cut_variants), out
+                )
                 state = json.loads((sorted((out / "checkpoints").iterdir())[-1] / "trainer_state.json").read_text())
                 best = out / "best_generator"
                 record.update(
@@ -480,7 +508,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                     updates=state["state"]["step"],
                     exported="best_generator" if best.is_dir() else "generator",
                 )
-                if run in ("ada", "noaug", "diffaugment"):
+                if run in CUT_RUNS or run in cut_variants:
                     record["d_gap"] = d_gap(out, data["cut"], data["heldout"])
             records.append(record)
             print(json.dumps(record), flush=True)

@@ -63,3 +63,31 @@ def test_the_benchmark_judge_labels_each_crop_with_the_cell_of_its_centre(tmp_pa
             assert (tmp_path / "judge" / f"{name}_r{row}c{col}" / f"{number:05d}.png").is_file()
     bench.make_region_crops(tmp_path / "judge", 99, seed=5)  # an existing set is kept as it is
     assert len(list((tmp_path / "judge").rglob("*.png"))) == 12
+
+
+def test_the_benchmark_runs_the_commands_it_names(tmp_path):
+    """benchmarks/photos.py: every toolkit run but ``defaults_cmd`` gets the same --time_budget;
+    ``defaults_cmd`` is today's default command (no budget, no preset); the ADA comparison and
+    ``--cut_variant`` runs train on the 500-image cut, ``--variant`` runs on the full folder."""
+    import benchmarks.photos as bench
+
+    data = {"full": tmp_path / "full", "cut": tmp_path / "cut"}
+
+    def argv(run, variants=None, cut_variants=None):
+        return bench.toolkit_argv(run, data, tmp_path / run, 15, 0, tmp_path, variants or {}, cut_variants or {})
+
+    def value(args, flag):
+        return args[args.index(flag) + 1] if flag in args else None
+
+    for run in ("defaults", "auto", "ada", "noaug", "diffaugment"):
+        assert value(argv(run), "--time_budget") == "900s"
+    literal = argv("defaults_cmd")
+    assert "--time_budget" not in literal and value(literal, "--preset") == "none"
+    assert value(literal, "--channels") == "3" and value(literal, "--data_dir") == str(data["full"])
+    for run in bench.CUT_RUNS:
+        assert value(argv(run), "--data_dir") == str(data["cut"])
+    cut = argv("k50", cut_variants={"k50": ["--ada_kimg", "50"]})
+    assert value(cut, "--data_dir") == str(data["cut"]) and cut[-2:] == ["--ada_kimg", "50"]
+    full = argv("bs32", variants={"bs32": ["--batch_size", "32"]})
+    assert value(full, "--data_dir") == str(data["full"]) and full[-2:] == ["--batch_size", "32"]
+    assert "--ada" not in argv("ada") and value(argv("noaug"), "--ada") == "False"
