@@ -17,14 +17,15 @@ def chosen(**facts):
 def test_photo_crops_on_a_cpu():
     c = chosen()
     assert c["arch"] == "dcgan" and c["image_size"] == 32 and c["channels"] == 3 and c["g_channels"] == 48
-    assert c["batch_size"] == 64 and c["ada"] is False and "ada_kimg" not in c and c["num_evaluations"] == 10
+    assert c["batch_size"] == 64 and c["ada"] is False and "ada_kimg" not in c and "ada_target" not in c
+    assert c["num_evaluations"] == 10
     assert chosen(num_images=None)["ada"] is False  # a streamed dataset of unknown size
 
 
 def test_a_small_grey_folder_gets_small_batches_fast_ada_and_16_px():
     c = chosen(num_images=100, native_size=8, colour=False)
     assert c["channels"] == 1 and c["image_size"] == 16 and c["batch_size"] == 25
-    assert c["ada"] is True and c["ada_kimg"] == 5.0
+    assert c["ada"] is True and c["ada_kimg"] == 5.0 and c["ada_target"] == 0.8
     assert chosen(num_images=1999)["ada"] is True and chosen(num_images=2000)["ada"] is False
 
 

@@ -226,11 +226,13 @@ class GANTrainArguments:
     ada_interval: int = field(
         default=4, metadata={"resume": CHANGEABLE, "help": "G updates between two adjustments of ADA's p."}
     )
+    # No quarter turns by default: on 500 photo crops p reached 1 within minutes, where a turn is as
+    # likely as none and G learns turned photos (judge FID 7.92 with them, 5.78 without; docs/photos.md).
     ada_transforms: str = field(
-        default="xflip,rotate90,translation,color,cutout",
+        default="xflip,translation,color,cutout",
         metadata={
             "resume": CHANGEABLE,
-            "help": "ADA's transforms, each applied per image with probability p: a comma-separated subset of xflip,rotate90,translation,color,cutout.",
+            "help": "ADA's transforms, each applied per image with probability p: a comma-separated subset of xflip,rotate90,translation,color,cutout (rotate90 suits images without an upright; it leaks into G as p nears 1).",
         },
     )
     # The budget is the whole run's (a resumed run keeps the total, saved in budget.safetensors):
