@@ -45,6 +45,7 @@ import statistics
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
@@ -252,18 +253,22 @@ def train_examples_dcgan(folder: Path, seconds: float, seed: int) -> tuple:
 
 
 # ---- our runs --------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Variant:
+    """A tuning run: the default command plus ``flags`` (--variant, or --cut_variant with ``cut``)."""
+
+    flags: List[str]
+    cut: bool = False  # on the 500-image cut, with D's overfitting gap
+
+
+def on_cut(run: str, variants: Dict[str, Variant]) -> bool:
+    return run in CUT_RUNS or (run in variants and variants[run].cut)
+
+
 def toolkit_argv(
-    run: str,
-    data: Dict[str, Path],
-    out: Path,
-    minutes: float,
-    seed: int,
-    cache: Path,
-    variants: Dict[str, List[str]],
-    cut_variants: Dict[str, List[str]],
+    run: str, data: Dict[str, Path], out: Path, minutes: float, seed: int, cache: Path, variants: Dict[str, Variant]
 ) -> List[str]:
-    budget = f"{minutes * 60:.0f}s"
-    folder = data["cut"] if run in CUT_RUNS or run in cut_variants else data["full"]
+    folder = data["cut"] if on_cut(run, variants) else data["full"]
     argv = [
         "--dataset",
         "folder",
@@ -271,8 +276,6 @@ def toolkit_argv(
         str(folder),
         "--output_dir",
         str(out),
-        "--time_budget",
-        budget,
         "--seed",
         str(seed),
         "--data_cache_dir",
@@ -280,15 +283,15 @@ def toolkit_argv(
         "--eval_cache_dir",
         str(cache / "eval"),
     ]
-    if run == "defaults":
+    if run != "defaults_cmd":  # today's default command has no budget: 2,000 updates
+        argv += ["--time_budget", f"{minutes * 60:.0f}s"]
+    if run in ("defaults", "defaults_cmd"):
         argv += ["--preset", "none", "--channels", "3"]
-    elif run == "defaults_cmd":
-        argv = [a for a in argv if a not in ("--time_budget", budget)] + ["--preset", "none", "--channels", "3"]
     elif run == "noaug":
         argv += ["--ada", "False"]
     elif run == "diffaugment":
         argv += ["--ada", "False", "--diffaugment", "translation,cutout,color"]
-    return argv + variants.get(run, []) + cut_variants.get(run, [])
+    return argv + (variants[run].flags if run in variants else [])
 
 
 def prewarm(data: Dict[str, Path], workdir: Path, cache: Path) -> None:
@@ -439,20 +442,16 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         help=f"The same on the {CUT}-image cut (with D's overfitting gap), e.g. 'ada_k50=--ada_kimg 50'.",
     )
     args = parser.parse_args(argv)
-    variants: Dict[str, List[str]] = {}
-    cut_variants: Dict[str, List[str]] = {}
-    for flag, specs, into in (
-        ("--variant", args.variant, variants),
-        ("--cut_variant", args.cut_variant, cut_variants),
-    ):
+    variants: Dict[str, Variant] = {}
+    for flag, specs, cut in (("--variant", args.variant, False), ("--cut_variant", args.cut_variant, True)):
         for spec in specs:
             name, sep, flags = spec.partition("=")
             name = name.strip()
-            if not sep or not name or name in RUNS or name in variants or name in cut_variants:
+            if not sep or not name or name in RUNS or name in variants:
                 parser.error(f"{flag} {spec!r}: write NAME=FLAGS with a new NAME, other than {', '.join(RUNS)}")
-            into[name] = shlex.split(flags)
-    runs = [r.strip() for r in args.only.split(",") if r.strip()] + list(variants) + list(cut_variants)
-    unknown = [r for r in runs if r not in RUNS and r not in variants and r not in cut_variants]
+            variants[name] = Variant(shlex.split(flags), cut)
+    runs = [r.strip() for r in args.only.split(",") if r.strip()] + list(variants)
+    unknown = [r for r in runs if r not in RUNS and r not in variants]
     if unknown:
         parser.error(f"--only: unknown run(s) {', '.join(unknown)}; use a subset of {', '.join(RUNS)}")
     workdir = Path(args.workdir)
@@ -487,7 +486,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         records = calibration(data, judge, photos) + records
     for seed in range(args.first_seed, args.first_seed + args.seeds):
         for run in runs:
-            flags = variants.get(run, []) + cut_variants.get(run, [])
+            flags = variants[run].flags if run in variants else []
             key = (run, seed, args.minutes, flags)
             if any((r["run"], r.get("seed"), r.get("minutes"), r.get("flags", [])) == key for r in records):
                 continue
@@ -497,9 +496,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 G, updates, epochs = train_examples_dcgan(data["full"], args.minutes * 60, seed)
                 record.update(score(judge, photos, G), updates=updates, epochs=epochs)
             else:
-                wall = run_toolkit(
-                    toolkit_argv(run, data, out, args.minutes, seed, cache, variants, cut_variants), out
-                )
+                wall = run_toolkit(toolkit_argv(run, data, out, args.minutes, seed, cache, variants), out)
                 state = json.loads((sorted((out / "checkpoints").iterdir())[-1] / "trainer_state.json").read_text())
                 best = out / "best_generator"
                 record.update(
@@ -508,7 +505,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                     updates=state["state"]["step"],
                     exported="best_generator" if best.is_dir() else "generator",
                 )
-                if run in CUT_RUNS or run in cut_variants:
+                if on_cut(run, variants):
                     record["d_gap"] = d_gap(out, data["cut"], data["heldout"])
             records.append(record)
             print(json.dumps(record), flush=True)

@@ -74,7 +74,9 @@ def test_the_benchmark_runs_the_commands_it_names(tmp_path):
     data = {"full": tmp_path / "full", "cut": tmp_path / "cut"}
 
     def argv(run, variants=None, cut_variants=None):
-        return bench.toolkit_argv(run, data, tmp_path / run, 15, 0, tmp_path, variants or {}, cut_variants or {})
+        both = {name: bench.Variant(flags) for name, flags in (variants or {}).items()}
+        both.update({name: bench.Variant(flags, cut=True) for name, flags in (cut_variants or {}).items()})
+        return bench.toolkit_argv(run, data, tmp_path / run, 15, 0, tmp_path, both)
 
     def value(args, flag):
         return args[args.index(flag) + 1] if flag in args else None
