@@ -19,6 +19,7 @@ def test_photo_crops_on_a_cpu():
     assert c["arch"] == "dcgan" and c["image_size"] == 32 and c["channels"] == 3 and c["g_channels"] == 48
     assert c["batch_size"] == 64 and c["ada"] is False and "ada_kimg" not in c and "ada_target" not in c
     assert c["num_evaluations"] == 10
+    assert c["lr_g"] == c["lr_d"] == 4e-4  # twice the DCGAN rate: measured on 8,000 photo crops
     assert chosen(num_images=None)["ada"] is False  # a streamed dataset of unknown size
 
 
@@ -26,13 +27,14 @@ def test_a_small_grey_folder_gets_small_batches_fast_ada_and_16_px():
     c = chosen(num_images=100, native_size=8, colour=False)
     assert c["channels"] == 1 and c["image_size"] == 16 and c["batch_size"] == 25
     assert c["ada"] is True and c["ada_kimg"] == 5.0 and c["ada_target"] == 0.8
+    assert c["lr_g"] == c["lr_d"] == 2e-4  # the rate ADA was measured at on 500 crops
     assert chosen(num_images=1999)["ada"] is True and chosen(num_images=2000)["ada"] is False
 
 
 def test_a_large_folder_on_a_gpu():
     c = chosen(num_images=100_000, native_size=256, device="cuda")
     assert c["arch"] == "resnet" and c["image_size"] == 64 and c["loss"] == "hinge" and c["d_norm"] == "spectral"
-    assert c["ada"] is False and c["g_channels"] == 128
+    assert c["ada"] is False and c["g_channels"] == 128 and c["lr_g"] == c["lr_d"] == 2e-4
 
 
 def test_no_class_folders_no_domain_evaluation_and_a_long_budget_widens():
