@@ -83,7 +83,8 @@ def choose(facts: DataFacts) -> List[Choice]:
     if not gpu and (n is None or n >= SMALL_DATASET):
         # Measured on 8,000 photo crops (docs/photos.md): 4e-4 beat 2e-4 at 5 minutes (4.79 against
         # 6.24) and at 15 (2.92 against 3.31); 8e-4 was as good at 5 minutes but peaked near 3,000
-        # updates and got worse after (4.64 at 15 minutes), also with a linear decay (5.70).
+        # updates and got worse after (4.64 at 15 minutes), also with a linear decay (5.70). On a CPU
+        # with half that pace the two rates tied at 15 minutes (medians of two seeds 5.23 and 5.34).
         pick("lr_g", 4e-4, "twice the DCGAN rate: a CPU budget is a few thousand updates")
         pick("lr_d", 4e-4, "the same rate for D (G faster than D alone was worse)")
     else:
