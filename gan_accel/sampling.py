@@ -7,7 +7,6 @@ from typing import Optional
 
 import torch
 import torch.nn as nn
-from torchvision.utils import make_grid, save_image
 
 
 def fixed_noise(num_images: int, z_dim: int, seed: int) -> torch.Tensor:
@@ -68,6 +67,9 @@ def generate_images(
 
 def save_grid(images: torch.Tensor, path: Path, nrow: int = 8) -> Path:
     path = Path(path)
+    # torchvision imported on use: with it comes torch._dynamo (~2 s on a 2-core CPU), which `--help` and error exits do not need
+    from torchvision.utils import make_grid, save_image
+
     path.parent.mkdir(parents=True, exist_ok=True)
     save_image(make_grid(images, nrow=nrow, normalize=True, value_range=(-1, 1), padding=2), str(path))
     return path
@@ -75,6 +77,8 @@ def save_grid(images: torch.Tensor, path: Path, nrow: int = 8) -> Path:
 
 def save_individual(images: torch.Tensor, folder: Path, start: int = 0) -> int:
     folder = Path(folder)
+    from torchvision.utils import save_image  # on use, as in save_grid
+
     folder.mkdir(parents=True, exist_ok=True)
     for i, img in enumerate(images):
         save_image(img, str(folder / f"{start + i:06d}.png"), normalize=True, value_range=(-1, 1))

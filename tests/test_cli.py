@@ -96,3 +96,21 @@ def test_installed_outside_the_checkout(tmp_path):
     ).stdout
     assert Path(where.strip()).is_relative_to(target)
     assert not (target / "benchmarks").exists() and not (target / "tests").exists()  # the package only
+
+
+def test_starting_a_command_leaves_the_slow_imports_for_later():
+    # torchmetrics (scipy, transformers, torchvision with torch._dynamo) takes seconds to import on a
+    # small CPU: `--help`, `compare-metrics` and every error exit before an evaluation must not pay it,
+    # and compare-metrics (JSON in, text out) not even torch's.
+    code = (
+        "import sys, importlib\n"
+        "for name in sys.argv[1:]: importlib.import_module(f'gan_accel.cli.{name}')\n"
+        "print(' '.join(m for m in ('torch', 'torchvision', 'torchmetrics') if m in sys.modules))\n"
+    )
+
+    def loaded(*names):
+        proc = subprocess.run([sys.executable, "-c", code, *names], capture_output=True, text=True, check=True)
+        return proc.stdout.split()
+
+    assert loaded("compare_metrics") == []
+    assert loaded(*SCRIPTS) == ["torch"]

@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import List, Tuple
 
 import torch
-from torchvision.utils import save_image
 
 from ..data import IMAGE_EXTENSIONS, to_float_images
 from ..data.images import UNREADABLE_ERRORS, decode_image_file  # the GAN path's decoder: any mode, EXIF orientation
@@ -58,6 +57,8 @@ def translate_folder(
     G = G.to(device).eval()
     written = 0
     skipped = 0
+    from torchvision.utils import save_image  # on use, as in gan_accel.sampling.save_grid
+
     for start in range(0, len(files), batch_size):
         batch = []
         names = []

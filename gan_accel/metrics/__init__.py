@@ -2,35 +2,46 @@
 feature extractor), precision/recall and density/coverage, class coverage, the real-data floor,
 the memorisation check, and the protocol every number is written with."""
 
-from .classification import classification_metrics
-from .coverage import class_coverage, class_histogram, conditional_accuracy
-from .distance import FeatureDistance
-from .domain import DomainClassifier, DomainFeatures, DomainTrainSettings, load_or_train_domain_model
-from .evaluator import FEATURE_EXTRACTORS, EvalResult, GANEvaluator, format_result
-from .fidelity import fidelity_diversity
-from .inception import InceptionFeatures, find_inception_weights
-from .memorisation import check_memorisation
-from .protocol import compare_protocols, format_metrics, metric_protocol
+import importlib
+from typing import Any
 
-__all__ = [
-    "DomainClassifier",
-    "DomainFeatures",
-    "DomainTrainSettings",
-    "EvalResult",
-    "FEATURE_EXTRACTORS",
-    "FeatureDistance",
-    "GANEvaluator",
-    "InceptionFeatures",
-    "check_memorisation",
-    "class_coverage",
-    "class_histogram",
-    "classification_metrics",
-    "compare_protocols",
-    "conditional_accuracy",
-    "fidelity_diversity",
-    "find_inception_weights",
-    "format_metrics",
-    "format_result",
-    "load_or_train_domain_model",
-    "metric_protocol",
-]
+# name -> submodule. Loaded on first use (PEP 562): torchmetrics pulls in scipy, transformers and
+# torchvision (~4 s on a 2-core CPU), and `compare-metrics`, `--help` and every error exit before
+# an evaluation should not wait for them.
+_EXPORTS = {
+    "classification_metrics": "classification",
+    "class_coverage": "coverage",
+    "class_histogram": "coverage",
+    "conditional_accuracy": "coverage",
+    "FeatureDistance": "distance",
+    "DomainClassifier": "domain",
+    "DomainFeatures": "domain",
+    "DomainTrainSettings": "domain",
+    "load_or_train_domain_model": "domain",
+    "FEATURE_EXTRACTORS": "evaluator",
+    "EvalResult": "evaluator",
+    "GANEvaluator": "evaluator",
+    "format_result": "evaluator",
+    "fidelity_diversity": "fidelity",
+    "InceptionFeatures": "inception",
+    "find_inception_weights": "inception",
+    "check_memorisation": "memorisation",
+    "compare_protocols": "protocol",
+    "format_metrics": "protocol",
+    "metric_protocol": "protocol",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(list(globals()) + list(_EXPORTS))
+
+
+__all__ = sorted(_EXPORTS, key=str.lower)

@@ -23,8 +23,6 @@ from __future__ import annotations
 from typing import Dict, List, Optional
 
 import torch
-from torchmetrics.image.fid import _compute_fid
-from torchmetrics.image.kid import poly_mmd
 
 BOOTSTRAP_RESAMPLES = 20
 BOOTSTRAP_LEVEL = 0.95
@@ -40,6 +38,8 @@ def mean_and_covariance(features: torch.Tensor):
 
 def frechet_distance(real_stats, fake: torch.Tensor) -> float:
     """FID of fake features against ``real_stats = mean_and_covariance(real)``."""
+    from torchmetrics.image.fid import _compute_fid  # imported on use: torchmetrics takes seconds (gan_accel.metrics)
+
     fake_mean, fake_cov = mean_and_covariance(fake)
     return float(_compute_fid(fake_mean, fake_cov, real_stats[0], real_stats[1]))
 
@@ -48,6 +48,8 @@ def kernel_distance(
     real: torch.Tensor, fake: torch.Tensor, subset_size: int, subsets: int, generator: torch.Generator
 ) -> float:
     """KID (cubic polynomial kernel MMD) averaged over random subsets drawn with ``generator``."""
+    from torchmetrics.image.kid import poly_mmd  # imported on use: torchmetrics takes seconds (gan_accel.metrics)
+
     values = []
     for _ in range(subsets):
         real_idx = torch.randperm(real.shape[0], generator=generator)[:subset_size]

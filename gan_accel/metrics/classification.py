@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Dict
 
 import torch
-from torchmetrics.functional.classification import multiclass_accuracy, multiclass_f1_score
 
 
 def classification_metrics(preds: torch.Tensor, labels: torch.Tensor, num_classes: int) -> Dict[str, float]:
@@ -26,6 +25,9 @@ def classification_metrics(preds: torch.Tensor, labels: torch.Tensor, num_classe
         raise ValueError(f"preds {tuple(preds.shape)} and labels {tuple(labels.shape)} must have the same length")
     if labels.numel() == 0:
         raise ValueError("classification_metrics needs at least one example")
+    # torchmetrics is imported here, not at the top: importing it costs seconds (see gan_accel.metrics).
+    from torchmetrics.functional.classification import multiclass_accuracy, multiclass_f1_score
+
     preds, labels = preds.long().cpu(), labels.long().cpu()
     accuracy = multiclass_accuracy(preds, labels, num_classes=num_classes, average="micro")
     f1_macro = multiclass_f1_score(preds, labels, num_classes=num_classes, average="macro")

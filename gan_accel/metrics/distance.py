@@ -15,8 +15,6 @@ from typing import Dict, Iterable, Optional, Tuple
 
 import torch
 import torch.nn as nn
-from torchmetrics.image.fid import FrechetInceptionDistance
-from torchmetrics.image.kid import KernelInceptionDistance
 
 KID_SUBSET_SIZE = 1000  # the usual KID subset size (Binkowski et al.), reduced for small sets
 
@@ -62,6 +60,10 @@ class FeatureDistance:
     def __init__(
         self, features: nn.Module, kid_subsets: int = 50, seed: int = 0, device: Optional[torch.device] = None
     ) -> None:
+        # imported on use: torchmetrics takes seconds to import (gan_accel.metrics says why that matters)
+        from torchmetrics.image.fid import FrechetInceptionDistance
+        from torchmetrics.image.kid import KernelInceptionDistance
+
         self.device = torch.device(device or "cpu")
         self.features = _OncePerBatch(features)
         self.seed = seed

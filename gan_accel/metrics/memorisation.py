@@ -20,7 +20,6 @@ from __future__ import annotations
 from typing import Dict, Tuple
 
 import torch
-from torchvision.utils import make_grid
 
 from .fidelity import k_nearest
 
@@ -79,6 +78,8 @@ def nearest_grid(
 ) -> torch.Tensor:
     """An image grid, one row per generated image (the ``rows`` most suspicious): the image, then
     its nearest training images in feature space, then in pixel space. Float [0, 1] ``[C, H, W]``."""
+    from torchvision.utils import make_grid  # on use, as in gan_accel.sampling.save_grid
+
     tiles = []
     for i in nearest["order"][:rows].tolist():
         tiles.append(generated[i])

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Mapping, Optional, Tuple
 
-import torch
-import torch.nn as nn
+if TYPE_CHECKING:  # torch only where weights are hashed: `compare-metrics` reads JSON and starts at once
+    import torch.nn as nn
 
 PROTOCOL_VERSION = 1
 # Fields that change the numbers themselves; any difference makes two results incomparable.
@@ -45,6 +45,8 @@ INTERVAL_NAMES = {"kid_mean": "kid"}  # the interval key of a metric, where it d
 def weights_sha256(module: nn.Module) -> str:
     """sha256 over the module's ``state_dict`` (names, dtypes, shapes and bytes, in key order): two
     extractors with the same hash compute the same features."""
+    import torch
+
     digest = hashlib.sha256()
     for name, tensor in module.state_dict().items():
         tensor = tensor.detach().cpu().contiguous()
