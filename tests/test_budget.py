@@ -238,3 +238,28 @@ def test_two_processes_plan_the_same_length_with_ada(tmp_path):
     state = json.loads((final / "trainer_state.json").read_text())["state"]
     assert state["step"] > 4 and load_file(str(final / "ada.safetensors"))["p"].item() > 0
     assert (out / "generator" / "model.safetensors").is_file()
+
+
+def test_max_steps_and_a_budget_on_one_command_line_are_one_clear_error(tmp_path, capsys):
+    out = tmp_path / "run"
+    with pytest.raises(SystemExit) as info:
+        train_gan([*TINY_GAN, "--output_dir", str(out), "--time_budget", "20s", "--max_steps", "5"])
+    assert info.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [
+        "error: --max_steps 5 and --time_budget 20s both set the run's length: give one (the budget measures "
+        "the pace and sets the steps itself)"
+    ]
+    assert not out.exists()
+
+
+def test_a_command_line_length_wins_over_the_config_files(tmp_path, capsys):
+    # --max_steps on the command line replaces a config file's budget (and says so): the run is 3
+    # steps long, and its config.json records no budget, so a resume does not bring it back.
+    config = tmp_path / "budget.yaml"
+    config.write_text("time_budget: 15m\n")
+    out = tmp_path / "run"
+    assert train_gan([*TINY_GAN, "--config", str(config), "--output_dir", str(out), "--max_steps", "3"]) == 0
+    assert "--max_steps 3 (your flag) replaces the config file's --time_budget 15m" in capsys.readouterr().out
+    assert [p.name for p in (out / "checkpoints").iterdir()] == ["step_00000003"]
+    assert json.loads((out / "config.json").read_text())["time_budget"] is None

@@ -240,7 +240,7 @@ class GANTrainArguments:
     time_budget: Optional[str] = field(
         default=None,
         metadata={
-            "help": "Wall-clock budget of the whole run, e.g. 90s, 15m, 2h: the run measures its pace and sets --max_steps (and the schedule's length) to end inside it, exports included; a resumed run keeps the total."
+            "help": "Wall-clock budget of the whole run, e.g. 90s, 15m, 2h: the run measures its pace and sets --max_steps (and the schedule's length) to end inside it, exports included; a resumed run keeps the total. Not with --max_steps on the same command line."
         },
     )
     preset: Optional[str] = field(

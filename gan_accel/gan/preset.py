@@ -14,6 +14,8 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Iterable, List, Optional, Sequence, Set, Tuple
 
+from ..errors import ConfigError
+
 SMALL_DATASET = 2_000  # below: D memorises the set within minutes; adaptive augmentation pays
 NUM_EVALUATIONS = 10  # evaluations over a run: enough for a useful best, cheap against training
 NUM_GRIDS = 20  # frames of samples/training.gif
@@ -186,6 +188,22 @@ def apply(configs: Tuple, choices: List[Choice], explicit: Set[str]) -> Tuple[tu
     return tuple(updated), lines
 
 
+def run_length(train, command_line: Set[str], print_fn=print):
+    """``train`` with one length: ``--max_steps`` and ``--time_budget`` both set it. On the command
+    line together they contradict each other (one clear error); a command-line flag wins over the
+    other one from a ``--config`` file (a file's budget is dropped, said in one line); and from a
+    file alone the budget wins (a saved config.json lists ``max_steps`` beside ``time_budget``)."""
+    if train.time_budget is None or "max_steps" not in command_line:
+        return train
+    if "time_budget" in command_line:
+        raise ConfigError(
+            f"--max_steps {train.max_steps} and --time_budget {train.time_budget} both set the run's length: "
+            "give one (the budget measures the pace and sets the steps itself)"
+        )
+    print_fn(f"--max_steps {train.max_steps} (your flag) replaces the config file's --time_budget {train.time_budget}")
+    return dataclasses.replace(train, time_budget=None)
+
+
 def wanted(preset: Optional[str], dataset: str, has_config: bool) -> bool:
     """``--preset auto`` explicitly, or by default for a folder given without ``--config``."""
     if preset is not None:
@@ -237,6 +255,11 @@ def resolve(configs: Tuple, argv: Optional[Sequence[str]], print_fn=print) -> Tu
         (argv[i + 1] for i, tok in enumerate(argv or ()) if tok == "--config" and i + 1 < len(argv)),
         next((tok.split("=", 1)[1] for tok in argv or () if tok.startswith("--config=")), None),
     )
+    aliases = field_aliases(tuple(type(c) for c in configs))
+    # Printed by the script before Accelerate starts: under torchrun, by the first local process only.
+    first = os.environ.get("LOCAL_RANK", "0") == "0"
+    train = run_length(train, explicit_flags(argv, (), aliases), print_fn if first else lambda *_: None)
+    configs = (data, configs[1], train, *configs[3:])
     if not wanted(train.preset, data.dataset, config_path is not None):
         return configs
     device = "cuda" if torch.cuda.is_available() and not run.cpu else "cpu"
@@ -249,12 +272,11 @@ def resolve(configs: Tuple, argv: Optional[Sequence[str]], print_fn=print) -> Tu
         )
     facts = dataclasses.replace(facts, cache_dir=str(resolve_cache_dir() / "eval"))
     file_keys = load_config_file(config_path).keys() if config_path else ()
-    explicit = explicit_flags(argv, file_keys, field_aliases(tuple(type(c) for c in configs)))
+    explicit = explicit_flags(argv, file_keys, aliases)
     configs, lines = apply(configs, choose(facts), explicit)
     data, model, train, evaluation, run = configs
     configs = (data, model, dataclasses.replace(train, preset="auto"), evaluation, run)  # config.json says so
-    # Printed by the script before Accelerate starts: under torchrun, by the first local process only.
-    if os.environ.get("LOCAL_RANK", "0") == "0":
+    if first:
         described = ", ".join(
             filter(
                 None,
