@@ -207,6 +207,17 @@ def test_a_resumed_budgeted_run_keeps_the_total(tmp_path, simulated_clock, monke
     assert 36.0 <= total <= 40.0, (first, total)
 
 
+def test_resuming_a_run_whose_budget_is_spent_trains_nothing(tmp_path, simulated_clock, capsys):
+    out = tmp_path / "run"
+    final, _ = budget_run(out)
+    exported = (out / "generator" / "model.safetensors").read_bytes()
+    capsys.readouterr()
+    again, _ = budget_run(out, "--resume_from_checkpoint", "latest")
+    assert again == final  # no step past the finished run's (its first plan came after 2% of the budget)
+    assert f"already spent by step {final.name.split('_')[-1].lstrip('0')}" in capsys.readouterr().out
+    assert (out / "generator" / "model.safetensors").read_bytes() == exported
+
+
 def test_two_processes_plan_the_same_length_with_ada(tmp_path):
     """The ranks' clocks differ; the plan (from the slowest) and ADA's p (from reduced sums) must not,
     or one rank would stop while the other waits in a collective."""

@@ -16,6 +16,7 @@ from ..data.fingerprint import image_fingerprint
 from ..data.source import open_image_source
 from ..engine import AFTER_CHECKPOINT, UPDATE, BestKeeper, Hook, RandomStreams, State
 from ..errors import ConfigError
+from ..loop.budget import format_duration
 from ..loop.trackers import log_image
 from ..models import build_models, save_generator
 from ..models.hub import card_metrics, publish
@@ -157,6 +158,19 @@ class GANTrainer(Task):
             hooks.append(Hook(self.extras.timed(self.evaluate), every=self.eval_args.eval_every))
             self.extras.size_hook(hooks[-1], self.eval_args.num_evaluations, timed=True)
         return [*hooks, *self.extras.items()]
+
+    def train_engine(self) -> bool:
+        # A resumed run whose budget is spent trains nothing: its first plan would only come after
+        # 2% of the budget, and the steps until then would overrun it and replace the exports. (A
+        # fresh run whose start-up alone took the budget still trains to its first plan.)
+        if self.budget is not None and self.run.state.step > 0 and self.budget.spent():
+            self.run.print(
+                f"--time_budget {self.train_args.time_budget}: {format_duration(self.budget.elapsed())} already "
+                f"spent by step {self.run.state.step}"
+            )
+            self.extras.announced = True  # no plan to announce: the run's length is where it stands
+            self.extras.set_length(self.run.state.step)
+        return super().train_engine()
 
     # ---- evaluation --------------------------------------------------------------------
     def build_evaluator(self):

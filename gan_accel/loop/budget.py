@@ -138,6 +138,12 @@ class TimeBudget:
         self._next_plan_at = elapsed + REPLAN_SHARE * self.budget_s
         return self.max_steps
 
+    def spent(self) -> bool:
+        """Whether nothing more fits: the budget minus the time spent (agreed across processes)
+        leaves no more than the end-of-run reserve (call on every process)."""
+        elapsed, end_cost_s = self.agree([self.elapsed(), self.end_cost_s])
+        return self.budget_s - elapsed <= end_reserve(self.budget_s, end_cost_s)
+
     def schedule_length(self) -> int:
         return self.max_steps
 
