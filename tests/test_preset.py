@@ -42,6 +42,13 @@ def test_no_class_folders_no_domain_evaluation_and_a_long_budget_widens():
     assert c["num_evaluations"] == 0 and "eval_num_images" not in c and c["g_channels"] == 64
 
 
+def test_the_reason_for_no_evaluation_names_what_the_folder_has():
+    base = dict(num_images=300, native_size=64, colour=True, labelled=False, device="cpu")
+    for num_classes, has in [(0, "no class sub-folders"), (1, "one class sub-folder")]:
+        reasons = {c.field: c.reason for c in choose(DataFacts(**base, num_classes=num_classes))}
+        assert reasons["num_evaluations"].startswith(f"{has}: ")
+
+
 def test_every_choice_reason_is_one_line_and_every_field_exists():
     fields = {
         f

@@ -137,7 +137,8 @@ def choose(facts: DataFacts) -> List[Choice]:
                 "statistics are built once (keyed by its pixels)",
             )
     else:
-        pick("num_evaluations", 0, "no class sub-folders: the domain features need at least 2 (one per photo)")
+        folders = "one class sub-folder" if facts.num_classes == 1 else "no class sub-folders"
+        pick("num_evaluations", 0, f"{folders}: the domain features need at least 2 (one per photo)")
     pick("num_grids", NUM_GRIDS, f"{NUM_GRIDS} sample grids over the run: the frames of samples/training.gif")
     return choices
 

@@ -84,7 +84,7 @@ class GANTrainer(Task):
         seed = self.run_args.seed
         self.run.print(
             f"Data: {self.data.name}, {len(self.data)} images {self.data.shape}, "
-            f"{self.data.num_classes} classes, {self.data.describe()}"
+            f"{self.data.num_classes} class{'' if self.data.num_classes == 1 else 'es'}, {self.data.describe()}"
         )
         self.num_classes = self.data.num_classes if m.conditional else 0
         G, D = build_models(
