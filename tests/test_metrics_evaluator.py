@@ -184,6 +184,16 @@ def test_second_construction_uses_the_cache(evaluator, digits, cache, monkeypatc
         GANEvaluator(digits, num_images=NUM_IMAGES, cache_dir=str(tmp_path), seed=0)
 
 
+def test_a_reference_smaller_than_the_features_is_warned_about(digits, cache, evaluator, caplog):
+    assert evaluator.distance.num_real > evaluator.features.num_features  # the default: no warning
+    with caplog.at_level("WARNING", logger="gan_accel.metrics.evaluator"):
+        GANEvaluator(digits, num_images=NUM_IMAGES, cache_dir=str(cache), max_reference_images=50)
+    assert [r.getMessage() for r in caplog.records if "mostly noise" in r.getMessage()] == [
+        f"warning: the real reference is 50 images, no more than the {evaluator.features.num_features} feature "
+        "dimensions: FID and KID from it are mostly noise; evaluate against a few hundred images or more"
+    ]
+
+
 def test_refuses_a_classifier_below_the_threshold(digits, cache, evaluator):
     with pytest.raises(UserError, match="held-out accuracy"):
         GANEvaluator(digits, num_images=NUM_IMAGES, cache_dir=str(cache), min_classifier_accuracy=0.9999)

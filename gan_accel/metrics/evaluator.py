@@ -199,6 +199,15 @@ class GANEvaluator:
         fingerprint = data_fingerprint(real)
         ref_idx = train_idx[:max_reference_images]
         self.reference_idx = ref_idx
+        if len(ref_idx) <= features.num_features:
+            # FID's covariance of n <= D feature vectors is singular: the number then says more about
+            # n than about the generator (and KID's subsets are a handful of images).
+            log.warning(
+                "warning: the real reference is %d images, no more than the %d feature dimensions: FID and KID "
+                "from it are mostly noise; evaluate against a few hundred images or more",
+                len(ref_idx),
+                features.num_features,
+            )
         self.protocol_base = dict(
             feature_extractor=feature_extractor,
             feature_weights_sha256=weights_sha256(features),
