@@ -133,3 +133,24 @@ def test_the_script_applies_it_to_a_folder_and_prints_why(tmp_path, capsys):
     assert train_gan([*folder, "--preset", "none", "--dry_run"]) == 0
     out = capsys.readouterr().out
     assert "--preset auto" not in out and '"channels": 1' in out
+
+
+def test_a_bundled_dataset_gets_its_known_facts(tmp_path, capsys):
+    # --preset auto with --dataset digits used to see "an unknown number of images, unlabelled":
+    # 32 px for 8 px digits and no evaluation for a labelled set.
+    from gan_accel.data.images import _load_digits
+    from gan_accel.gan.preset import KNOWN_DATASETS
+
+    images, labels = _load_digits()
+    known = KNOWN_DATASETS["digits"]
+    assert (len(images), images.shape[-1], int(labels.max()) + 1) == (
+        known["num_images"],
+        known["native_size"],
+        known["num_classes"],
+    )
+    assert (
+        train_gan(["--dataset", "digits", "--preset", "auto", "--output_dir", str(tmp_path / "o"), "--dry_run"]) == 0
+    )
+    out = capsys.readouterr().out
+    assert "--preset auto (1797 images, 8 px, grey, labelled, cpu, no --time_budget)" in out
+    assert "  --image_size 16: the images are 8 px" in out and "  --num_evaluations 10: " in out

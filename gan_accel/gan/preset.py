@@ -24,6 +24,16 @@ NUM_GRIDS = 20  # frames of samples/training.gif
 MIN_IMAGES_PER_CLASS = 50
 
 
+# What folder_facts would read from a folder, for the datasets with a fixed training split (the
+# bundled digits, torchvision's downloads); a hub dataset stays unknown.
+KNOWN_DATASETS = {
+    "digits": dict(num_images=1797, native_size=8, colour=False, num_classes=10),
+    "mnist": dict(num_images=60_000, native_size=28, colour=False, num_classes=10),
+    "fashion_mnist": dict(num_images=60_000, native_size=28, colour=False, num_classes=10),
+    "cifar10": dict(num_images=50_000, native_size=32, colour=True, num_classes=10),
+}
+
+
 @dataclass(frozen=True)
 class DataFacts:
     """What the preset may look at, all known before the run starts."""
@@ -267,6 +277,8 @@ def resolve(configs: Tuple, argv: Optional[Sequence[str]], print_fn=print) -> Tu
     budget_s = parse_duration(train.time_budget) if train.time_budget else None
     if data.dataset in ("folder", "imagefolder") and data.data_dir:
         facts = folder_facts(data.data_dir, device, budget_s)
+    elif data.dataset in KNOWN_DATASETS:
+        facts = DataFacts(labelled=True, device=device, budget_s=budget_s, **KNOWN_DATASETS[data.dataset])
     else:
         facts = DataFacts(
             num_images=None, native_size=None, colour=None, labelled=False, device=device, budget_s=budget_s
