@@ -136,6 +136,15 @@ TRAIN_CASES = {
         lambda tmp: ["--dataset", "folder", *flat_folder(tmp), "--conditional"],
         "--conditional needs labelled data",
     ),
+    "evaluations unlabelled": (
+        lambda tmp: ["--dataset", "folder", *flat_folder(tmp), "--num_evaluations", "3"],
+        "--num_evaluations with --eval_feature_extractor domain needs at least 2 classes (for a folder: one "
+        "sub-folder per class); folder:",
+    ),
+    "max_steps and time_budget": (
+        ["--max_steps", "5", "--time_budget", "20s"],
+        "--max_steps 5 and --time_budget 20s both set the run's length",
+    ),
     "conditional with a stray image": (
         lambda tmp: ["--dataset", "folder", *classes_and_a_stray(tmp), "--conditional"],
         "has class sub-folders (cats, dogs) but also 1 image(s) at its top level",

@@ -66,6 +66,21 @@ class GANTrainer(Task):
     def check(self) -> None:
         if self.model_args.conditional and self.data.labels is None:
             raise ConfigError(f"--conditional needs labelled data; {self.data.name} {self.data.unlabelled_reason}")
+        e = self.eval_args
+        if (e.eval_every or e.num_evaluations) and e.eval_feature_extractor == "domain":
+            # Here, before the run folder exists: the evaluator is only built once training starts.
+            flag = "--eval_every" if e.eval_every else "--num_evaluations"
+            if self.data.labels is None:
+                why = f"{self.data.name} {self.data.unlabelled_reason}"
+            elif self.data.num_classes < 2:
+                why = f"{self.data.name} has {self.data.num_classes} class"
+            else:
+                why = None
+            if why:
+                raise ConfigError(
+                    f"{flag} with --eval_feature_extractor domain needs at least 2 classes (for a folder: one "
+                    f"sub-folder per class); {why}; use --eval_feature_extractor inception or leave out {flag}"
+                )
         P = self.accelerator.num_processes
         batch = self.train_args.batch_size
         if len(self.data) // batch < P:  # full batches only (drop_last), one per process at least
