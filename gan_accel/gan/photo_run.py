@@ -120,6 +120,20 @@ class RunExtras:
                 "(re-planned as the run goes)"
             )
 
+    def end_if_spent(self) -> None:
+        """Before training: a resumed run whose budget is spent trains nothing. Its first plan would
+        only come after 2% of the budget, and the steps until then would overrun it and replace the
+        exports. (A fresh run whose start-up alone took the budget still trains to its first plan.)"""
+        budget, step = self.budget, self.run.state.step
+        if budget is None or step == 0 or not budget.spent():
+            return
+        self.run.print(
+            f"--time_budget {format_duration(budget.budget_s)}: {format_duration(budget.elapsed())} already spent "
+            f"by step {step}"
+        )
+        self.announced = True  # no plan to announce: the run's length is where it stands
+        self.set_length(step)
+
     def timed(self, fn: Callable[[], dict]) -> Callable[[], dict]:
         """``fn`` with its duration counted into the end-of-run reserve (the last evaluation runs
         after the last step, inside the budget)."""

@@ -249,8 +249,8 @@ def folder_facts(data_dir: Optional[str], device: str, budget_s: Optional[float]
 
 
 def resolve(configs: Tuple, argv: Optional[Sequence[str]], print_fn=print) -> Tuple:
-    """The script's entry: ``(data, model, train, evaluation, run)`` with the preset applied when
-    it is wanted, its choices printed."""
+    """The script's entry: ``(data, model, train, evaluation, run)`` with one run length
+    (:func:`run_length`) and the preset applied when it is wanted, its choices printed."""
     import os
     import sys
 
@@ -261,7 +261,7 @@ def resolve(configs: Tuple, argv: Optional[Sequence[str]], print_fn=print) -> Tu
     from ..metrics.cache import resolve_cache_dir
 
     argv = sys.argv[1:] if argv is None else list(argv)
-    data, _, train, _, run = configs
+    data, model, train, evaluation, run = configs
     config_path = next(
         (argv[i + 1] for i, tok in enumerate(argv or ()) if tok == "--config" and i + 1 < len(argv)),
         next((tok.split("=", 1)[1] for tok in argv or () if tok.startswith("--config=")), None),
@@ -270,7 +270,7 @@ def resolve(configs: Tuple, argv: Optional[Sequence[str]], print_fn=print) -> Tu
     # Printed by the script before Accelerate starts: under torchrun, by the first local process only.
     first = os.environ.get("LOCAL_RANK", "0") == "0"
     train = run_length(train, explicit_flags(argv, (), aliases), print_fn if first else lambda *_: None)
-    configs = (data, configs[1], train, *configs[3:])
+    configs = (data, model, train, evaluation, run)
     if not wanted(train.preset, data.dataset, config_path is not None):
         return configs
     device = "cuda" if torch.cuda.is_available() and not run.cpu else "cpu"

@@ -16,7 +16,6 @@ from ..data.fingerprint import image_fingerprint
 from ..data.source import open_image_source
 from ..engine import AFTER_CHECKPOINT, UPDATE, BestKeeper, Hook, RandomStreams, State
 from ..errors import ConfigError
-from ..loop.budget import format_duration
 from ..loop.trackers import log_image
 from ..models import build_models, save_generator
 from ..models.hub import card_metrics, publish
@@ -67,20 +66,20 @@ class GANTrainer(Task):
         if self.model_args.conditional and self.data.labels is None:
             raise ConfigError(f"--conditional needs labelled data; {self.data.name} {self.data.unlabelled_reason}")
         e = self.eval_args
-        if (e.eval_every or e.num_evaluations) and e.eval_feature_extractor == "domain":
+        unlabelled = self.data.labels is None
+        if (
+            (e.eval_every or e.num_evaluations)
+            and e.eval_feature_extractor == "domain"
+            and (unlabelled or self.data.num_classes < 2)
+        ):
             # Here, before the run folder exists: the evaluator is only built once training starts.
             flag = "--eval_every" if e.eval_every else "--num_evaluations"
-            if self.data.labels is None:
-                why = f"{self.data.name} {self.data.unlabelled_reason}"
-            elif self.data.num_classes < 2:
-                why = f"{self.data.name} has {self.data.num_classes} class"
-            else:
-                why = None
-            if why:
-                raise ConfigError(
-                    f"{flag} with --eval_feature_extractor domain needs at least 2 classes (for a folder: one "
-                    f"sub-folder per class); {why}; use --eval_feature_extractor inception or leave out {flag}"
-                )
+            why = self.data.unlabelled_reason if unlabelled else f"has {self.data.num_classes} class"
+            raise ConfigError(
+                f"{flag} with --eval_feature_extractor domain needs at least 2 classes (for a folder: one "
+                f"sub-folder per class); {self.data.name} {why}; use --eval_feature_extractor inception or "
+                f"leave out {flag}"
+            )
         P = self.accelerator.num_processes
         batch = self.train_args.batch_size
         if len(self.data) // batch < P:  # full batches only (drop_last), one per process at least
@@ -175,16 +174,7 @@ class GANTrainer(Task):
         return [*hooks, *self.extras.items()]
 
     def train_engine(self) -> bool:
-        # A resumed run whose budget is spent trains nothing: its first plan would only come after
-        # 2% of the budget, and the steps until then would overrun it and replace the exports. (A
-        # fresh run whose start-up alone took the budget still trains to its first plan.)
-        if self.budget is not None and self.run.state.step > 0 and self.budget.spent():
-            self.run.print(
-                f"--time_budget {self.train_args.time_budget}: {format_duration(self.budget.elapsed())} already "
-                f"spent by step {self.run.state.step}"
-            )
-            self.extras.announced = True  # no plan to announce: the run's length is where it stands
-            self.extras.set_length(self.run.state.step)
+        self.extras.end_if_spent()
         return super().train_engine()
 
     # ---- evaluation --------------------------------------------------------------------
