@@ -212,7 +212,7 @@ def parse_config(types: Tuple[Type, ...], argv: Optional[Sequence[str]], descrip
     pre.add_argument("--config", default=None)
     known, _ = pre.parse_known_args(argv)
 
-    parser = _parser_class()(types, description=description)
+    parser = _parser_class()(types, description=description, formatter_class=_HelpFormatter)
     parser.error = _one_line_error  # argparse would print the whole usage block before the error
     parser.add_argument(
         "--config", default=None, help="YAML or JSON file of flag values (flags on the command line override it)."
@@ -249,6 +249,17 @@ def parse_config(types: Tuple[Type, ...], argv: Optional[Sequence[str]], descrip
                 # Flags and YAML both accept nan/inf; no setting of ours means anything with them.
                 raise ConfigError(f"--{name} must be a finite number; got {value}")
     return configs
+
+
+class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """``--help`` shows a flag's default unless it is None or the help already says it: a None
+    default means "not given" (the help says what happens then), and a help that names its own
+    default ("default: the generator's") read "(default: the generator's). (default: None)"."""
+
+    def _get_help_string(self, action):
+        if action.default is None or "(default" in (action.help or ""):
+            return action.help
+        return super()._get_help_string(action)
 
 
 def _parser_class():

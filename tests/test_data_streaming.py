@@ -2,6 +2,7 @@
 resume when streaming; --data_in_memory auto follows the budget; images through `datasets`."""
 
 import json
+import multiprocessing
 
 import pytest
 import torch
@@ -73,6 +74,9 @@ def test_streaming_trains_the_same_weights_as_in_memory(folder, tmp_path, capsys
         str(tmp_path / "cache"),
     )
     assert "streamed by DataLoader workers from the decode cache" in capsys.readouterr().out
+    # The persistent worker is stopped when training ends: left to a later gc.collect of this
+    # process, its shutdown waited 5 s for a worker that never answered, then killed it.
+    assert multiprocessing.active_children() == []
     a = tensors_of(tmp_path / "memory" / "checkpoints" / "step_00000006")
     b = tensors_of(tmp_path / "stream" / "checkpoints" / "step_00000006")
     assert a.keys() == b.keys() and len(a) > 10

@@ -3,6 +3,7 @@ batch, files are written once, and a 2-process run resumes exactly."""
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -117,10 +118,14 @@ def test_two_processes_equal_one_process_on_the_global_batch(tmp_path, accum):
 def test_two_process_resume_is_exact(tmp_path):
     common = [*EXACT, "--batch_size", "16", "--lr_scheduler", "constant", "--checkpointing_steps", "2"]
     torchrun([*common, "--output_dir", str(tmp_path / "straight"), "--max_steps", "6"])
-    torchrun([*common, "--output_dir", str(tmp_path / "split"), "--max_steps", "3"])
+    # The same run as if it had died after its step-4 checkpoint (one 2-process start fewer than
+    # running the first part separately): resumed by 2 processes, it must write the same step 6.
+    shutil.copytree(tmp_path / "straight", tmp_path / "split")
+    shutil.rmtree(tmp_path / "split" / "checkpoints" / "step_00000006")
     torchrun(
         [*common, "--output_dir", str(tmp_path / "split"), "--max_steps", "6", "--resume_from_checkpoint", "latest"]
     )
+    assert [r["step"] for r in read_jsonl(tmp_path / "split" / "metrics.jsonl")] == list(range(1, 7))
     a = tensors_of(tmp_path / "straight" / "checkpoints" / "step_00000006")
     b = tensors_of(tmp_path / "split" / "checkpoints" / "step_00000006")
     assert all(torch.equal(a[k], b[k]) for k in a)

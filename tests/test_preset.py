@@ -1,6 +1,8 @@
 """--preset auto: the choices for a few folder shapes, an explicit flag wins, and the script
 applies it by default to a folder (and only then)."""
 
+import torch
+
 from gan_accel.config import RunArguments
 from gan_accel.gan.config import GANDataArguments, GANEvalArguments, GANModelArguments, GANTrainArguments
 from gan_accel.gan.preset import DataFacts, apply, choose, explicit_flags, folder_facts, wanted
@@ -154,3 +156,21 @@ def test_a_bundled_dataset_gets_its_known_facts(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "--preset auto (1797 images, 8 px, grey, labelled, cpu, no --time_budget)" in out
     assert "  --image_size 16: the images are 8 px" in out and "  --num_evaluations 10: " in out
+
+
+def test_digits_read_from_the_shipped_file_equal_load_digits(monkeypatch):
+    # The loader reads scikit-learn's digits.csv.gz itself (importing sklearn.datasets costs more
+    # than a second of every run's start); it must give load_digits' pixels and labels, also when
+    # the file is not where it looks (the fallback).
+    import importlib.util
+
+    from sklearn.datasets import load_digits
+
+    from gan_accel.data.images import _load_digits
+
+    digits = load_digits()
+    want = torch.from_numpy(digits.images.astype("float32") * (255.0 / 16.0)).unsqueeze(1)
+    for spec in (importlib.util.find_spec("sklearn"), None):
+        monkeypatch.setattr(importlib.util, "find_spec", lambda name, spec=spec: spec)
+        images, labels = _load_digits()
+        assert torch.equal(images, want) and torch.equal(labels, torch.from_numpy(digits.target.astype("int64")))

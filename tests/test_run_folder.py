@@ -4,6 +4,7 @@ import errno
 import json
 import logging
 import math
+import shutil
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -32,6 +33,20 @@ def test_lock_is_released_after_a_run_and_a_stale_lock_is_taken_over(base_run, t
         assert run_gan(run, "--resume_from_checkpoint", "latest", "--max_steps", "5") == 0
     assert "taking over a stale lock of a run that is gone (host" in caplog.text and f"pid {holder.pid}" in caplog.text
     assert read_jsonl(run / "metrics.jsonl")[-1]["step"] == 5 and not (run / "run.lock").exists()
+
+
+def test_latest_without_a_checkpoint_starts_fresh_with_the_old_lines_set_aside(base_run, tmp_path, capsys):
+    # A re-queued job whose first attempt died before its first checkpoint: "latest" finds none and
+    # starts fresh; the old attempt's lines used to stay in front of the new run's steps 1, 2, ...
+    run = copy_run(base_run, tmp_path / "run")
+    shutil.rmtree(run / "checkpoints")
+    before = read_jsonl(run / "metrics.jsonl")
+    capsys.readouterr()
+    assert run_gan(run, "--resume_from_checkpoint", "latest") == 0
+    out = capsys.readouterr().out
+    assert "no complete checkpoint" in out and f"{len(before)} lines logged after step 0" in out
+    assert [r["step"] for r in read_jsonl(run / "metrics.jsonl")] == [1, 2, 3, 4]
+    assert read_jsonl(run / "metrics.jsonl.dropped") == before
 
 
 def test_second_run_on_a_folder_in_use_is_refused_and_first_is_untouched(tmp_path, capsys):

@@ -5,6 +5,7 @@ argparse %-formats every help string, so a bare ``%`` in a field's help (``~30% 
 """
 
 import importlib
+import re
 from pathlib import Path
 
 import pytest
@@ -43,6 +44,10 @@ def test_help_exits_0_and_prints_usage(name, capsys):
     if "parse_config" in source:  # plot_run.py takes a folder, no config
         assert "--config" in out
     assert "error" not in err
+    # Defaults are shown once, and only when they say something: a help that names its own default
+    # read "(default: the generator's). (default: None)".
+    entries = re.split(r"\n  (?=-)", out.split("options:", 1)[-1])
+    assert "(default: None)" not in out and not [e for e in entries if e.count("(default") > 1]
     # The script's own description is shown (its docstring's first line, modulo re-wrapping).
     first_words = " ".join(module.__doc__.split()[:3])
     assert first_words in " ".join(out.split())

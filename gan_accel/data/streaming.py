@@ -120,3 +120,16 @@ def stream_loader(
         persistent_workers=num_workers > 0,
         prefetch_factor=4 if num_workers else None,
     )
+
+
+def stop_workers(loader) -> None:
+    """Stop a loader's persistent worker processes now, at the end of training. Left to the
+    garbage collector (the loader sits in reference cycles with the run), the shutdown can run
+    after the queues it signals the workers through were finalised: each worker is then waited
+    for 5 s and killed, at whatever later ``gc.collect`` of the same process (5-20 s seen in a
+    process that trains several times, as a notebook or a test session does)."""
+    base = getattr(loader, "base_dataloader", loader)  # accelerate's DataLoaderShard wraps the DataLoader
+    iterator = getattr(base, "_iterator", None)  # only persistent workers outlive their epoch
+    if iterator is not None and hasattr(iterator, "_shutdown_workers"):
+        iterator._shutdown_workers()
+        base._iterator = None  # a later pass starts fresh workers

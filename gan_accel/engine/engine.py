@@ -26,6 +26,7 @@ from typing import Dict, List, Optional
 import torch
 from torch.autograd.graph import increment_version
 
+from ..data.streaming import stop_workers
 from ..errors import ConfigError, UserError
 from ..loop.guard import NonFiniteError, all_finite, what_is_kept
 from ..loop.run import TrainingRun
@@ -257,6 +258,8 @@ class Engine:
         except BaseException:
             run.abort()
             raise
+        finally:
+            stop_workers(self.loader)
         return not run.stopped_by_signal
 
     def train_loop(self) -> None:

@@ -87,9 +87,12 @@ class TrainingRun:
         self.lock = RunLock(Path(run.output_dir))
         self.output_dir = prepare_output_dir(self.accelerator, run, self.lock, outputs)
         if self.resume_path is None and run.resume_from_checkpoint == "latest":
+            # A re-queued job whose first attempt died before its first checkpoint: its lines are
+            # set aside, or the fresh run's steps 1, 2, ... would follow them in the same file.
             self.print(
                 f"--resume_from_checkpoint latest: no complete checkpoint in {self.checkpoints.root}; starting fresh"
             )
+            self._set_aside_lines_after(0)
         if run.trackers:  # before config.json marks the folder as a run's: a tracker that fails leaves it reusable
             init_trackers(self.accelerator, project, _tracker_config(config), self.output_dir)
         print_and_save_config(self.accelerator, config, self.output_dir)
@@ -185,14 +188,18 @@ class TrainingRun:
         if read_extra is not None:
             read_extra(self.resume_path)
         self.print(f"Resumed from {self.resume_path} at step {self.state.step}")
-        step = self.state.step
+        self._set_aside_lines_after(self.state.step)
+        return True
+
+    def _set_aside_lines_after(self, step: int) -> None:
+        """Move the ``metrics.jsonl`` lines logged after ``step`` to ``metrics.jsonl.dropped``: this
+        run logs those steps again."""
         dropped = drop_lines_after(self.output_dir / METRICS_FILE, step) if self.accelerator.is_main_process else 0
         if dropped:
             self.print(
                 f"{METRICS_FILE}: {dropped} lines logged after step {step} (before the interruption) moved "
                 f"to {METRICS_FILE}.dropped: this run logs those steps again"
             )
-        return True
 
     def save(self, write_extra: Optional[Callable[[Path], None]] = None) -> Path:
         self.guard.check()  # counts into the state saved below (and stop rather than save a diverged run)
