@@ -12,9 +12,25 @@ with ``main(argv)``: ``accelerate launch -m gan_accel.cli.train_gan ...`` and
 
 from __future__ import annotations
 
+import atexit
+import gc
 import importlib
 import sys
 from typing import Optional, Sequence
+
+
+def _collect_then_freeze() -> None:
+    """At a command's exit: collect once (every finaliser of garbage runs, every file it holds is
+    flushed), then freeze what survives, so that the interpreter's shutdown does not spend its time
+    collecting the objects torch, torch._dynamo and torchvision created: 0.4-1 s of every
+    command's wall time on a 2-core CPU (``gan-accel sample-gan`` of 100 images, median of 6 runs:
+    5.0 s without this, 4.2 s with it). Registered when the package is imported, before torch, it
+    runs after every exit handler registered later (trackers, loggers)."""
+    gc.collect()
+    gc.freeze()
+
+
+atexit.register(_collect_then_freeze)
 
 # sub-command -> (module, one line for --help)
 COMMANDS = {
