@@ -66,8 +66,7 @@ def uninterrupted(tmp_path_factory):
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_signal_checkpoints_and_resume_is_exact(tmp_path, sig, uninterrupted):
     run = tmp_path / "run"
-    flags = SIGNAL_FLAGS
-    proc = start_training(run, *flags)
+    proc = start_training(run, *SIGNAL_FLAGS)
     wait_for_step(proc, run / "metrics.jsonl", 5)
     proc.send_signal(sig)
     out, err = proc.communicate(timeout=120)
@@ -79,9 +78,8 @@ def test_signal_checkpoints_and_resume_is_exact(tmp_path, sig, uninterrupted):
     assert 5 <= stopped_at < 400
     assert not (run / "generator").exists()  # no export of an unfinished run
 
-    assert train_gan([*TINY_GAN, *flags, "--output_dir", str(run), "--resume_from_checkpoint", "latest"]) == 0
-    a = uninterrupted
-    b = tensors_of(run / "checkpoints" / "step_00000400")
+    assert train_gan([*TINY_GAN, *SIGNAL_FLAGS, "--output_dir", str(run), "--resume_from_checkpoint", "latest"]) == 0
+    a, b = uninterrupted, tensors_of(run / "checkpoints" / "step_00000400")
     assert all(torch.equal(a[k], b[k]) for k in a), [k for k in a if not torch.equal(a[k], b[k])][:8]
 
 
