@@ -17,7 +17,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch.utils.data import DataLoader
 
-from gan_accel.config import CHANGEABLE, SAME
+from gan_accel.config import FREE, WARN
 from gan_accel.data import ResumableSampler
 from gan_accel.engine import UPDATE, Hook, LRSchedule, Network, Optimizer, Phase, RandomStreams, Recipe, State, adam
 from gan_accel.gan.ema import EMA
@@ -32,8 +32,8 @@ class AAEArguments:
 
     batch_size: int = field(default=32, metadata={"help": "Samples per batch."})
     n_critic: int = field(default=2, metadata={"help": "D updates per G update."})
-    lr: float = field(default=2e-3, metadata={"resume": CHANGEABLE, "help": "Adam learning rate."})
-    max_steps: int = field(default=20, metadata={"resume": SAME, "help": "G updates to train for."})
+    lr: float = field(default=2e-3, metadata={"resume": WARN, "help": "Adam learning rate."})
+    max_steps: int = field(default=20, metadata={"resume": FREE, "help": "G updates to train for."})
 
 
 def d_loss(s):  # s: the Step (networks, batch, shared values)

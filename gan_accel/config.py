@@ -27,15 +27,16 @@ SECRET_FIELDS = frozenset({"hub_token"})
 
 
 # How a field may differ between a checkpoint's run and the run that resumes it, declared in the
-# field's metadata (``metadata={"resume": ...}``), so every task's config carries its own rule:
-SAME = "same"  # cadence, length, bookkeeping or speed: the same maths and data order
-CHANGEABLE = "changeable"  # changes the maths of later steps but no shape and not the data order:
-#                            allowed with a warning (e.g. lower learning rates after a divergence)
-REFUSED = "refused"  # shapes, data, seed, batch size, ...: the default of a field that says nothing
-RESUME_POLICIES = (SAME, CHANGEABLE, REFUSED)
+# field's metadata (``metadata={"resume": ...}``), so every task's config carries its own rule.
+# Each name says what a resume with another value gets:
+FREE = "free"  # changes freely, no warning: cadence, length, bookkeeping or speed (same maths, same data order)
+WARN = "warn"  # changes with a warning: the maths of later steps, no shape and not the data order
+#                (e.g. lower learning rates after a divergence)
+REFUSE = "refuse"  # refused in one line: shapes, data, seed, batch size, ...; a field that says nothing
+RESUME_POLICIES = (FREE, WARN, REFUSE)
 
 
-def choice(default: Any, choices: Sequence[str], help: str, resume: str = REFUSED) -> Any:
+def choice(default: Any, choices: Sequence[str], help: str, resume: str = REFUSE) -> Any:
     """A string field with argparse choices; validated again in ``__post_init__`` because values
     from a config file bypass argparse."""
     return field(
@@ -64,11 +65,11 @@ class RunArguments:
     """Settings of the shared training loop (every training path: GAN, CycleGAN, classifier, distillation)."""
 
     output_dir: str = field(
-        metadata={"resume": SAME, "help": "Run folder: config, metrics, checkpoints, samples, exports."}
+        metadata={"resume": FREE, "help": "Run folder: config, metrics, checkpoints, samples, exports."}
     )
     overwrite_output_dir: bool = field(
         default=False,
-        metadata={"resume": SAME, "help": "Delete a previous run in --output_dir instead of refusing to start."},
+        metadata={"resume": FREE, "help": "Delete a previous run in --output_dir instead of refusing to start."},
     )
     seed: int = field(default=0, metadata={"help": "Seed for weights, data order, noise and augmentation."})
     mixed_precision: str = choice(
@@ -82,78 +83,78 @@ class RunArguments:
     report_to: str = field(
         default="none",
         metadata={
-            "resume": SAME,
+            "resume": FREE,
             "help": "Experiment trackers besides OUTPUT_DIR/metrics.jsonl: none, all (every installed one) or a comma-separated list of tensorboard, wandb, mlflow, aim, comet_ml, clearml, dvclive, swanlab, trackio.",
         },
     )
     log_every: int = field(
         default=20,
-        metadata={"resume": SAME, "help": "Optimizer steps between log lines (the only host syncs of the hot loop)."},
+        metadata={"resume": FREE, "help": "Optimizer steps between log lines (the only host syncs of the hot loop)."},
     )
     checkpointing_steps: int = field(
         default=500,
-        metadata={"resume": SAME, "help": "Optimizer steps between checkpoints (0: only at the end and on a signal)."},
+        metadata={"resume": FREE, "help": "Optimizer steps between checkpoints (0: only at the end and on a signal)."},
     )
     checkpoints_total_limit: int = field(
-        default=2, metadata={"resume": SAME, "help": "Complete checkpoints kept; older ones are deleted."}
+        default=2, metadata={"resume": FREE, "help": "Complete checkpoints kept; older ones are deleted."}
     )
     resume_from_checkpoint: Optional[str] = field(
         default=None,
         metadata={
-            "resume": SAME,
+            "resume": FREE,
             "help": "'latest' (the newest complete checkpoint in --output_dir, or a fresh start if none) or a checkpoint folder.",
         },
     )
     allow_data_change: bool = field(
         default=False,
         metadata={
-            "resume": SAME,
+            "resume": FREE,
             "help": "Resume even though the data differs from the checkpoint's (files, sizes, modification times, "
             "classes), with a warning; refused without it.",
         },
     )
     max_nonfinite_steps: int = field(
-        default=10, metadata={"resume": SAME, "help": "Consecutive skipped non-finite steps before the run stops."}
+        default=10, metadata={"resume": FREE, "help": "Consecutive skipped non-finite steps before the run stops."}
     )
     loss_explosion_factor: float = field(
         default=1e3,
         metadata={
-            "resume": SAME,
+            "resume": FREE,
             "help": "Warn (progress bar and metrics.jsonl) when a logged loss exceeds this many times the median of its recent logged values (0: off).",
         },
     )
     loss_explosion_window: int = field(
         default=20,
-        metadata={"resume": SAME, "help": "Logged values of each loss that the explosion check takes the median of."},
+        metadata={"resume": FREE, "help": "Logged values of each loss that the explosion check takes the median of."},
     )
-    cpu: bool = field(default=False, metadata={"resume": SAME, "help": "Force the CPU even when a GPU is present."})
+    cpu: bool = field(default=False, metadata={"resume": FREE, "help": "Force the CPU even when a GPU is present."})
     push_to_hub: bool = field(
         default=False,
         metadata={
-            "resume": SAME,
+            "resume": FREE,
             "help": "Upload the export(s) with their model card to the Hugging Face Hub when the run finishes.",
         },
     )
     hub_model_id: Optional[str] = field(
         default=None,
         metadata={
-            "resume": SAME,
+            "resume": FREE,
             "help": "Hub repo for --push_to_hub, as USER/NAME (a CycleGAN run pushes USER/NAME-A2B and USER/NAME-B2A).",
         },
     )
     hub_token: Optional[str] = field(
         default=None,
         metadata={
-            "resume": SAME,
+            "resume": FREE,
             "help": "Hub token for --push_to_hub (default: HF_TOKEN or `hf auth login`); never written to any file.",
         },
     )
     hub_private: bool = field(
-        default=False, metadata={"resume": SAME, "help": "Create the --hub_model_id repo as private."}
+        default=False, metadata={"resume": FREE, "help": "Create the --hub_model_id repo as private."}
     )
-    dry_run: bool = field(default=False, metadata={"resume": SAME, "help": "Print the resolved config and exit."})
+    dry_run: bool = field(default=False, metadata={"resume": FREE, "help": "Print the resolved config and exit."})
     debug: bool = field(
-        default=False, metadata={"resume": SAME, "help": "Show full tracebacks instead of one-line errors."}
+        default=False, metadata={"resume": FREE, "help": "Show full tracebacks instead of one-line errors."}
     )
 
     def __post_init__(self) -> None:
@@ -365,12 +366,12 @@ def config_to_dict(*configs: Any) -> dict:
 
 
 def resume_policy(*types: Type) -> Dict[str, str]:
-    """``{field: SAME | CHANGEABLE | REFUSED}`` of the dataclasses ``types`` (instances or classes),
-    from each field's ``metadata["resume"]`` (REFUSED when it declares none: the safe default)."""
+    """``{field: FREE | WARN | REFUSE}`` of the dataclasses ``types`` (instances or classes),
+    from each field's ``metadata["resume"]`` (REFUSE when it declares none: the safe default)."""
     policy = {}
     for cls in types:
         for f in dataclasses.fields(cls):
-            value = f.metadata.get("resume", REFUSED)
+            value = f.metadata.get("resume", REFUSE)
             if value not in RESUME_POLICIES:
                 raise TypeError(f"{cls.__name__}.{f.name}: resume policy {value!r} is not one of {RESUME_POLICIES}")
             policy[f.name] = value
@@ -393,9 +394,9 @@ def resume_changes(saved: dict, current: dict, policy: Optional[Dict[str, str]] 
     refused = []
     changed = []
     for key in sorted(set(saved) | set(current)):
-        rule = policy.get(key, REFUSED)
-        if rule == SAME or saved.get(key) == current.get(key):
+        rule = policy.get(key, REFUSE)
+        if rule == FREE or saved.get(key) == current.get(key):
             continue
         line = f"--{key} {saved.get(key)!r} -> {current.get(key)!r}"
-        (changed if rule == CHANGEABLE else refused).append(line)
+        (changed if rule == WARN else refused).append(line)
     return refused, changed

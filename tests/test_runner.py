@@ -11,7 +11,7 @@ import torch
 
 from benchmarks.common import reset_accelerate
 from cyclegan_fixtures import TINY_CYCLEGAN
-from gan_accel.config import CHANGEABLE, SAME, RunArguments, resume_changes, resume_policy
+from gan_accel.config import FREE, WARN, RunArguments, resume_changes, resume_policy
 from gan_accel.errors import UserError
 from helpers import TINY_GAN, load_script
 
@@ -34,7 +34,34 @@ def test_cyclegan_and_distillation_allow_the_changes_the_gan_allows():
         {"alpha_kd": 0.5, "temperature": 2.0}, {"alpha_kd": 0.9, "temperature": 4.0}, distill
     )
     assert refused == [] and changed == ["--alpha_kd 0.5 -> 0.9", "--temperature 2.0 -> 4.0"]
-    assert distill["cache_teacher_logits"] == SAME and cyclegan["lr"] == CHANGEABLE
+    assert distill["cache_teacher_logits"] == FREE and cyclegan["lr"] == WARN
+
+
+def test_resume_policy_names_say_what_a_resume_with_another_value_gets():
+    """A researcher read the old name ``same`` as "must stay the same" (it meant "may change
+    freely") and marked a batch size with it. The names are the outcome: free, warn, refuse."""
+    from dataclasses import dataclass, field
+
+    from gan_accel.config import REFUSE, RESUME_POLICIES
+
+    assert (FREE, WARN, REFUSE) == RESUME_POLICIES == ("free", "warn", "refuse")
+
+    @dataclass
+    class Old:
+        batch_size: int = field(default=8, metadata={"resume": "same"})
+
+    with pytest.raises(TypeError, match="'same' is not one of"):
+        resume_policy(Old)
+
+    @dataclass
+    class Mine:
+        batch_size: int = field(default=8, metadata={"resume": "refuse"})
+        log_every: int = field(default=10, metadata={"resume": "free"})
+
+    refused, changed = resume_changes(
+        {"batch_size": 8, "log_every": 10}, {"batch_size": 4, "log_every": 5}, resume_policy(Mine)
+    )
+    assert refused == ["--batch_size 8 -> 4"] and changed == []
 
 
 # ---- declared outputs: --overwrite_output_dir, the closing line --------------------------

@@ -17,7 +17,7 @@ import torch.nn.functional as F
 from safetensors.torch import load_file, save_file
 from torch.utils.data import DataLoader
 
-from gan_accel.config import CHANGEABLE, SAME, check_positive
+from gan_accel.config import FREE, WARN, check_positive
 from gan_accel.data import ResumableSampler
 from gan_accel.engine import Network, Optimizer, Phase, RandomStreams, Recipe, adam
 from gan_accel.errors import ConfigError
@@ -34,10 +34,10 @@ class VAEGANArguments:
 
     latent: int = field(default=2, metadata={"help": "Size of the latent code."})  # refused on resume: a shape
     batch_size: int = field(default=8, metadata={"help": "Samples per batch."})
-    lr: float = field(default=1e-2, metadata={"resume": CHANGEABLE, "help": "Adam learning rate of every network."})
-    kl_weight: float = field(default=0.1, metadata={"resume": CHANGEABLE, "help": "Weight of the KL term."})
-    adv_weight: float = field(default=0.5, metadata={"resume": CHANGEABLE, "help": "Weight of the adversarial term."})
-    max_steps: int = field(default=8, metadata={"resume": SAME, "help": "VAE updates to train for."})
+    lr: float = field(default=1e-2, metadata={"resume": WARN, "help": "Adam learning rate of every network."})
+    kl_weight: float = field(default=0.1, metadata={"resume": WARN, "help": "Weight of the KL term."})
+    adv_weight: float = field(default=0.5, metadata={"resume": WARN, "help": "Weight of the adversarial term."})
+    max_steps: int = field(default=8, metadata={"resume": FREE, "help": "VAE updates to train for."})
     detach_for_d: bool = field(default=True, metadata={"help": "D's phase reads a detached reconstruction."})
     retain_graph: bool = field(default=False, metadata={"help": "D's phase keeps the graph (tests the rule)."})
     d_first: bool = field(default=True, metadata={"help": "D's phase before the VAE's (tests the rule)."})

@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass, field
 from typing import List, Optional
 
-from ..config import CHANGEABLE, SAME, check_choice, check_positive, choice
+from ..config import FREE, WARN, check_choice, check_positive, choice
 from ..errors import ConfigError
 
 OPTIMIZERS = ("adam", "adamw", "adafactor")
@@ -128,32 +128,32 @@ class ClassifierTrainArguments:
         "Optimizer (Adam is the course's choice; weight decay never applies to biases and LayerNorm).",
     )
     learning_rate: float = field(
-        default=2e-5, metadata={"resume": CHANGEABLE, "help": "Peak learning rate, reached after warm-up."}
+        default=2e-5, metadata={"resume": WARN, "help": "Peak learning rate, reached after warm-up."}
     )
     weight_decay: float = field(
         default=0.0,
-        metadata={"resume": CHANGEABLE, "help": "Weight decay on weight matrices (not on biases or LayerNorm)."},
+        metadata={"resume": WARN, "help": "Weight decay on weight matrices (not on biases or LayerNorm)."},
     )
     warmup_steps: Optional[int] = field(
         default=None,
         metadata={
-            "resume": CHANGEABLE,
+            "resume": WARN,
             "help": "Optimizer updates of linear warm-up; overrides --warmup_ratio (old spelling: --num_warmup_steps).",
             "aliases": ["--num_warmup_steps"],
         },
     )
     warmup_ratio: float = field(
         default=0.1,
-        metadata={"resume": CHANGEABLE, "help": "Warm-up as a share of all optimizer updates (the course uses 0.1)."},
+        metadata={"resume": WARN, "help": "Warm-up as a share of all optimizer updates (the course uses 0.1)."},
     )
     num_train_epochs: int = field(
         default=3,
-        metadata={"resume": SAME, "help": "Passes over the training data (ignored when --max_steps is set)."},
+        metadata={"resume": FREE, "help": "Passes over the training data (ignored when --max_steps is set)."},
     )
     max_steps: Optional[int] = field(
         default=None,
         metadata={
-            "resume": SAME,
+            "resume": FREE,
             "help": "Total optimizer updates; overrides --num_train_epochs and sizes the schedule.",
         },
     )
@@ -163,10 +163,10 @@ class ClassifierTrainArguments:
     )
     eval_batch_size: Optional[int] = field(
         default=None,
-        metadata={"resume": SAME, "help": "Examples per process per evaluation batch (default: 2 x --batch_size)."},
+        metadata={"resume": FREE, "help": "Examples per process per evaluation batch (default: 2 x --batch_size)."},
     )
     max_grad_norm: float = field(
-        default=1.0, metadata={"resume": CHANGEABLE, "help": "Clip the global gradient norm to this (0: no clipping)."}
+        default=1.0, metadata={"resume": WARN, "help": "Clip the global gradient norm to this (0: no clipping)."}
     )
     local_sgd_steps: int = field(
         default=0,
@@ -177,7 +177,7 @@ class ClassifierTrainArguments:
     eval_every: int = field(
         default=0,
         metadata={
-            "resume": SAME,
+            "resume": FREE,
             "help": "Also evaluate every N optimizer updates (0: only at the end of each epoch; old spelling: --eval_steps).",
             "aliases": ["--eval_steps"],
         },

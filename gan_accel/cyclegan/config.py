@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
-from ..config import CHANGEABLE, SAME, check_choice, check_positive, choice
+from ..config import FREE, WARN, check_choice, check_positive, choice
 from ..errors import ConfigError
 from .data import DATASETS, PREPROCESS
 from .losses import ADVERSARIAL_LOSSES
@@ -119,12 +119,12 @@ class CycleGANTrainArguments:
     loss: str = choice("lsgan", ADVERSARIAL_LOSSES, "Adversarial objective (the paper: lsgan).")
     lambda_cycle: float = field(
         default=10.0,
-        metadata={"resume": CHANGEABLE, "help": "Weight of the cycle-consistency L1 loss (the paper's lambda = 10)."},
+        metadata={"resume": WARN, "help": "Weight of the cycle-consistency L1 loss (the paper's lambda = 10)."},
     )
     lambda_identity: float = field(
         default=0.5,
         metadata={
-            "resume": CHANGEABLE,
+            "resume": WARN,
             "help": "Weight of the identity L1 loss, as a fraction of --lambda_cycle (0.5: the reference's default; 0 turns it off).",
         },
     )
@@ -135,42 +135,42 @@ class CycleGANTrainArguments:
     batch_size: int = field(default=1, metadata={"help": "Image pairs per process per micro-batch (the paper: 1)."})
     n_epochs: int = field(
         default=100,
-        metadata={"resume": CHANGEABLE, "help": "Epochs (max(|A|, |B|) pairs each) at the initial learning rate."},
+        metadata={"resume": WARN, "help": "Epochs (max(|A|, |B|) pairs each) at the initial learning rate."},
     )
     n_epochs_decay: int = field(
         default=100,
         metadata={
-            "resume": CHANGEABLE,
+            "resume": WARN,
             "help": "Epochs of linear decay to 0 after --n_epochs (--lr_scheduler reference).",
         },
     )
     max_steps: int = field(
         default=0,
-        metadata={"resume": SAME, "help": "Optimizer updates to train for (0: --n_epochs + --n_epochs_decay epochs)."},
+        metadata={"resume": FREE, "help": "Optimizer updates to train for (0: --n_epochs + --n_epochs_decay epochs)."},
     )
     lr: float = field(
         default=2e-4,
-        metadata={"resume": CHANGEABLE, "help": "Adam learning rate of the generators and the discriminators."},
+        metadata={"resume": WARN, "help": "Adam learning rate of the generators and the discriminators."},
     )
-    adam_beta1: float = field(default=0.5, metadata={"resume": CHANGEABLE, "help": "Adam beta1 (the paper's 0.5)."})
-    adam_beta2: float = field(default=0.999, metadata={"resume": CHANGEABLE, "help": "Adam beta2."})
+    adam_beta1: float = field(default=0.5, metadata={"resume": WARN, "help": "Adam beta1 (the paper's 0.5)."})
+    adam_beta2: float = field(default=0.999, metadata={"resume": WARN, "help": "Adam beta2."})
     lr_scheduler: str = choice(
         "reference",
         SCHEDULERS,
         "reference: constant for --n_epochs then linear to 0 over --n_epochs_decay; the others: the toolkit's schedules over the whole run, after --warmup_steps.",
-        resume=CHANGEABLE,
+        resume=WARN,
     )
     warmup_steps: int = field(
         default=0,
-        metadata={"resume": CHANGEABLE, "help": "Linear warm-up in updates (constant/linear/cosine schedulers)."},
+        metadata={"resume": WARN, "help": "Linear warm-up in updates (constant/linear/cosine schedulers)."},
     )
     sample_every: int = field(
-        default=250, metadata={"resume": SAME, "help": "Updates between sample grids (0: only the final one)."}
+        default=250, metadata={"resume": FREE, "help": "Updates between sample grids (0: only the final one)."}
     )
     num_sample_images: int = field(
         default=8,
         metadata={
-            "resume": SAME,
+            "resume": FREE,
             "help": "Fixed images per domain in each grid (a row each: real | translated | reconstructed).",
         },
     )
@@ -206,24 +206,24 @@ class CycleGANEvalArguments:
     evaluate: bool = field(
         default=True,
         metadata={
-            "resume": SAME,
+            "resume": FREE,
             "help": "Evaluate the final generators into OUTPUT_DIR/eval_results.json (labelled domains: the digits pair, or class sub-folders in both domains); --no_evaluate skips it.",
         },
     )
     eval_every: int = field(
         default=0,
         metadata={
-            "resume": SAME,
+            "resume": FREE,
             "help": "Updates between evaluations logged to metrics.jsonl as eval/* (0: only the final one).",
         },
     )
     eval_num_images: int = field(
-        default=1000, metadata={"resume": SAME, "help": "Source images translated per direction for an evaluation."}
+        default=1000, metadata={"resume": FREE, "help": "Source images translated per direction for an evaluation."}
     )
     eval_cache_dir: Optional[str] = field(
         default=None,
         metadata={
-            "resume": SAME,
+            "resume": FREE,
             "help": "Cache of the domain classifiers and reference statistics (default OUTPUT_DIR/cache).",
         },
     )

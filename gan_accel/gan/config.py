@@ -6,7 +6,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Optional
 
-from ..config import CHANGEABLE, SAME, check_choice, check_positive, choice
+from ..config import FREE, WARN, check_choice, check_positive, choice
 from ..data import DATASETS
 from ..errors import ConfigError
 from ..loop.budget import parse_duration
@@ -50,33 +50,33 @@ class GANDataArguments:
         "auto",
         IN_MEMORY,
         "Keep the decoded dataset in one uint8 tensor on the accelerator (yes), stream batches from the decode cache through DataLoader workers (no), or decide by --max_data_memory_mb (auto).",
-        resume=SAME,
+        resume=FREE,
     )
     max_data_memory_mb: Optional[float] = field(
         default=None,
         metadata={
-            "resume": SAME,
+            "resume": FREE,
             "help": "Budget of --data_in_memory auto, in MB (default: half the accelerator's free memory; on the CPU half the available RAM, split between the machine's processes).",
         },
     )
     data_cache_dir: Optional[str] = field(
         default=None,
         metadata={
-            "resume": SAME,
+            "resume": FREE,
             "help": "Decode cache of folders and `datasets` images, shared by runs (default $GAN_ACCEL_CACHE, else ~/.cache/gan_accel/images); 'none' decodes in memory or on the fly instead.",
         },
     )
     dataloader_num_workers: int = field(
         default=2,
         metadata={
-            "resume": SAME,
+            "resume": FREE,
             "help": "DataLoader worker processes of the streaming path (0: in the training process).",
         },
     )
     data_decode_workers: Optional[int] = field(
         default=None,
         metadata={
-            "resume": SAME,
+            "resume": FREE,
             "help": "Processes that build the decode cache (default: one per CPU core; 0: in the training process).",
         },
     )
@@ -131,12 +131,12 @@ class GANModelArguments:
 class GANTrainArguments:
     loss: str = choice("nonsaturating", LOSSES, "GAN objective.")
     gp_weight: float = field(
-        default=10.0, metadata={"resume": CHANGEABLE, "help": "WGAN-GP penalty weight (used with --loss wgan_gp)."}
+        default=10.0, metadata={"resume": WARN, "help": "WGAN-GP penalty weight (used with --loss wgan_gp)."}
     )
     r1_gamma: float = field(
         default=0.0,
         metadata={
-            "resume": CHANGEABLE,
+            "resume": WARN,
             "help": "R1 penalty weight gamma on real images (0: off); any loss, alongside WGAN-GP's.",
         },
     )
@@ -152,48 +152,46 @@ class GANTrainArguments:
     )
     d_steps_per_g_step: int = field(default=1, metadata={"help": "D updates per G update (n_critic)."})
     batch_size: int = field(default=64, metadata={"help": "Images per process per micro-batch."})
-    max_steps: int = field(default=2000, metadata={"resume": SAME, "help": "G optimizer updates to train for."})
-    lr_g: float = field(default=2e-4, metadata={"resume": CHANGEABLE, "help": "Adam learning rate of G."})
-    lr_d: float = field(default=2e-4, metadata={"resume": CHANGEABLE, "help": "Adam learning rate of D."})
-    adam_beta1: float = field(
-        default=0.5, metadata={"resume": CHANGEABLE, "help": "Adam beta1 (0.5 is the DCGAN setting)."}
-    )
-    adam_beta2: float = field(default=0.999, metadata={"resume": CHANGEABLE, "help": "Adam beta2."})
+    max_steps: int = field(default=2000, metadata={"resume": FREE, "help": "G optimizer updates to train for."})
+    lr_g: float = field(default=2e-4, metadata={"resume": WARN, "help": "Adam learning rate of G."})
+    lr_d: float = field(default=2e-4, metadata={"resume": WARN, "help": "Adam learning rate of D."})
+    adam_beta1: float = field(default=0.5, metadata={"resume": WARN, "help": "Adam beta1 (0.5 is the DCGAN setting)."})
+    adam_beta2: float = field(default=0.999, metadata={"resume": WARN, "help": "Adam beta2."})
     lr_scheduler: str = choice(
-        "constant", SCHEDULERS, "Learning-rate schedule of both networks (after warm-up).", resume=CHANGEABLE
+        "constant", SCHEDULERS, "Learning-rate schedule of both networks (after warm-up).", resume=WARN
     )
     warmup_steps: int = field(
-        default=0, metadata={"resume": CHANGEABLE, "help": "Linear warm-up, in G updates (D's is scaled by n_critic)."}
+        default=0, metadata={"resume": WARN, "help": "Linear warm-up, in G updates (D's is scaled by n_critic)."}
     )
     ema_decay: float = field(
         default=0.999,
-        metadata={"resume": CHANGEABLE, "help": "EMA decay of G (0 disables averaging: the EMA is a copy)."},
+        metadata={"resume": WARN, "help": "EMA decay of G (0 disables averaging: the EMA is a copy)."},
     )
     ema_start: int = field(default=0, metadata={"help": "G update from which the EMA averages (a plain copy before)."})
     sample_every: int = field(
-        default=250, metadata={"resume": SAME, "help": "G updates between sample grids (0: only the final one)."}
+        default=250, metadata={"resume": FREE, "help": "G updates between sample grids (0: only the final one)."}
     )
     num_grids: int = field(
         default=0,
         metadata={
-            "resume": SAME,
+            "resume": FREE,
             "help": "Sample grids spread evenly over the run (the frames of samples/training.gif); 0: use --sample_every.",
         },
     )
     num_sample_images: int = field(
-        default=64, metadata={"resume": SAME, "help": "Images in each sample grid (fixed noise)."}
+        default=64, metadata={"resume": FREE, "help": "Images in each sample grid (fixed noise)."}
     )
     channels_last: bool = field(
         default=False,
         metadata={
-            "resume": SAME,
+            "resume": FREE,
             "help": "Keep G, D and the images in channels_last (NHWC) memory format: faster convolutions on recent GPUs and, mildly, on CPU (see the README, Performance).",
         },
     )
     compile: bool = field(
         default=False,
         metadata={
-            "resume": SAME,
+            "resume": FREE,
             "help": "torch.compile G and D in place (checkpoint names unchanged); falls back to eager with a message where compilation is unavailable. Slow to start, pays off on long GPU runs.",
         },
     )
@@ -207,31 +205,31 @@ class GANTrainArguments:
     )
     ada_target: float = field(
         default=0.6,
-        metadata={"resume": CHANGEABLE, "help": "ADA's target for r_t (0.6 in the paper; lower augments more)."},
+        metadata={"resume": WARN, "help": "ADA's target for r_t (0.6 in the paper; lower augments more)."},
     )
     ada_kimg: float = field(
         default=20.0,
         metadata={
-            "resume": CHANGEABLE,
+            "resume": WARN,
             "help": "ADA's speed: thousands of real images over which p can go from 0 to 1 (500 in the paper, for runs of millions of images).",
         },
     )
     ada_initial_p: float = field(
         default=0.0,
         metadata={
-            "resume": SAME,
+            "resume": FREE,
             "help": "ADA's p at the start of the run (a resumed run continues from its checkpoint's p).",
         },
     )
     ada_interval: int = field(
-        default=4, metadata={"resume": CHANGEABLE, "help": "G updates between two adjustments of ADA's p."}
+        default=4, metadata={"resume": WARN, "help": "G updates between two adjustments of ADA's p."}
     )
     # No quarter turns by default: on 500 photo crops p reached 1 within minutes, where a turn is as
     # likely as none and G learns turned photos (judge FID 7.92 with them, 5.78 without; docs/photos.md).
     ada_transforms: str = field(
         default="xflip,translation,color,cutout",
         metadata={
-            "resume": CHANGEABLE,
+            "resume": WARN,
             "help": "ADA's transforms, each applied per image with probability p: a comma-separated subset of xflip,rotate90,translation,color,cutout (rotate90 suits images without an upright; it leaks into G as p nears 1).",
         },
     )
@@ -246,7 +244,7 @@ class GANTrainArguments:
     preset: Optional[str] = field(
         default=None,
         metadata={
-            "resume": SAME,
+            "resume": FREE,
             "help": "auto: choose the architecture, widths, batch size, learning rates, loss, regularisation, augmentation and evaluation from the data, the device and the budget (the default for --dataset folder/imagefolder without --config); none: the flags' defaults. Every explicit flag wins.",
             "choices": list(PRESETS),
         },
@@ -315,39 +313,39 @@ class GANEvalArguments:
     eval_every: int = field(
         default=0,
         metadata={
-            "resume": SAME,
+            "resume": FREE,
             "help": "G updates between evaluations (0: off). The best generator by FID goes to OUTPUT_DIR/best_generator/.",
         },
     )
-    eval_num_images: int = field(default=1000, metadata={"resume": SAME, "help": "Generated images per evaluation."})
+    eval_num_images: int = field(default=1000, metadata={"resume": FREE, "help": "Generated images per evaluation."})
     eval_feature_extractor: str = choice(
         "domain",
         EVAL_FEATURES,
         "FID/KID features: a classifier trained on the real data (offline) or Inception-v3 (local weights).",
-        resume=SAME,
+        resume=FREE,
     )
     eval_cache_dir: Optional[str] = field(
         default=None,
         metadata={
-            "resume": SAME,
+            "resume": FREE,
             "help": "Cache of the domain classifier and reference statistics (default OUTPUT_DIR/cache; share one folder between runs to train the classifier once).",
         },
     )
     inception_weights: Optional[str] = field(
         default=None,
-        metadata={"resume": SAME, "help": "Inception-v3 FID weights file, for --eval_feature_extractor inception."},
+        metadata={"resume": FREE, "help": "Inception-v3 FID weights file, for --eval_feature_extractor inception."},
     )
     num_evaluations: int = field(
         default=0,
         metadata={
-            "resume": SAME,
+            "resume": FREE,
             "help": "Evaluations spread evenly over the run, whatever its length (also one set by --time_budget); 0: use --eval_every.",
         },
     )
     eval_real_images: int = field(
         default=0,
         metadata={
-            "resume": SAME,
+            "resume": FREE,
             "help": "Real images the evaluation uses (a fixed random subset: the domain classifier, the reference statistics and the floor are built from it once); 0: all (up to 25,000 when streaming).",
         },
     )

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
-from ...config import CHANGEABLE, SAME, check_positive
+from ...config import FREE, WARN, check_positive
 from ...errors import ConfigError
 
 
@@ -69,31 +69,31 @@ class DistillArguments:
     alpha_kd: float = field(
         default=0.5,
         metadata={
-            "resume": CHANGEABLE,
+            "resume": WARN,
             "help": "Weight of the soft-target loss T^2 x KL(softmax(teacher/T) || softmax(student/T)) (0: labels only, the ablation).",
         },
     )
     alpha_ce: float = field(
-        default=0.5, metadata={"resume": CHANGEABLE, "help": "Weight of the cross-entropy on the true labels."}
+        default=0.5, metadata={"resume": WARN, "help": "Weight of the cross-entropy on the true labels."}
     )
     alpha_cos: float = field(
         default=0.0,
         metadata={
-            "resume": CHANGEABLE,
+            "resume": WARN,
             "help": "Weight of the cosine loss between the last hidden states of student and teacher (needs equal widths).",
         },
     )
     temperature: float = field(
         default=2.0,
         metadata={
-            "resume": CHANGEABLE,
+            "resume": WARN,
             "help": "Softmax temperature T of the soft targets (1: the plain probabilities).",
         },
     )
     cache_teacher_logits: bool = field(
         default=False,
         metadata={
-            "resume": SAME,
+            "resume": FREE,
             "help": "Compute the teacher's logits on the training set once (saved in the run folder, reused on resume) and skip the teacher forward while training.",
         },
     )
