@@ -135,7 +135,7 @@ class InfoGAN(Task):
     def build(self) -> Plan:
         a, acc, seed = self.args, self.accelerator, self.run_args.seed
         K, U = a.num_categories, a.num_continuous
-        self.G = Generator(a.z_dim + K + U, self.data.shape)
+        G = Generator(a.z_dim + K + U, self.data.shape)
         D = Discriminator(self.data.shape[0] * self.data.image_size**2)
         streams = RandomStreams(("z", "c", "u"), seed, acc, a.batch_size)
 
@@ -149,7 +149,7 @@ class InfoGAN(Task):
 
         recipe = Recipe(
             networks=[
-                Network("G", self.G, optimizer="GQ"),  # G and Q on one optimizer
+                Network("G", G, optimizer="GQ"),  # G and Q on one optimizer
                 Network("Q", mlp(128, 128, K + U), optimizer="GQ"),
                 Network("D", D, optimizer="D"),
             ],

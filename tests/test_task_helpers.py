@@ -67,3 +67,11 @@ def test_check_batch_size_names_the_flag():
     source.check_batch_size(5, 2)  # one full batch per process
     with pytest.raises(ConfigError, match="--batch_size 6 x 2 processes is larger than the dataset"):
         source.check_batch_size(6, 2)
+
+
+def test_an_output_of_an_unknown_kind_is_refused():
+    from gan_accel.runner import Output
+
+    assert Output("grid.png", "record").kind == "record"
+    with pytest.raises(TypeError, match="kind must be one of export, cache, record; got 'exports'"):
+        Output("generator.pt", "exports")
