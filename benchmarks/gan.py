@@ -132,6 +132,31 @@ def toolkit_weights(trainer) -> Dict[str, torch.Tensor]:
 
 
 # ---- the plain PyTorch loop ------------------------------------------------------------------
+class EpochBatches:
+    """Batches of ``real`` in :class:`ResumableSampler`'s order (a ``randperm`` seeded by seed and
+    epoch), the last incomplete batch of each epoch dropped: what a hand-written loop does."""
+
+    def __init__(self, real: torch.Tensor, batch_size: int, seed: int) -> None:
+        self.real = real
+        self.batch_size = batch_size
+        self.seed = seed
+        self.batch_index = self.epoch = 0
+        self.order = self._epoch_order()
+
+    def _epoch_order(self) -> torch.Tensor:
+        g = torch.Generator().manual_seed(self.seed * 1_000_003 + self.epoch)
+        return torch.randperm(self.real.shape[0], generator=g)
+
+    def next(self) -> torch.Tensor:
+        B = self.batch_size
+        if (self.batch_index + 1) * B > len(self.order):  # drop the last incomplete batch
+            self.epoch, self.batch_index = self.epoch + 1, 0
+            self.order = self._epoch_order()
+        idx = self.order[self.batch_index * B : (self.batch_index + 1) * B].to(self.real.device)
+        self.batch_index += 1
+        return self.real[idx]
+
+
 class PlainGAN:
     """What one writes by hand: models ``.to(device)``, fused Adam, a shuffled index per epoch.
 
@@ -163,29 +188,20 @@ class PlainGAN:
         self.opt_G = torch.optim.Adam(self.G.parameters(), lr=setup.lr, betas=setup.betas, fused=fused)
         self.opt_D = torch.optim.Adam(self.D.parameters(), lr=setup.lr, betas=setup.betas, fused=fused)
         self.ema = copy.deepcopy(self.G).eval().requires_grad_(False)
-        self.real = images_u8.to(self.device).float().div_(127.5).sub_(1.0).contiguous(memory_format=fmt)  # [-1, 1]
+        real = images_u8.to(self.device).float().div_(127.5).sub_(1.0).contiguous(memory_format=fmt)  # [-1, 1]
+        self.batches = EpochBatches(real, setup.batch_size, setup.seed)
         self.gen = torch.Generator(device=self.device)
-        self.step = self.batch_index = self.epoch = 0
-        self.order = self._epoch_order()
+        self.step = 0
         self.losses = []
 
-    def _epoch_order(self) -> torch.Tensor:
-        g = torch.Generator().manual_seed(self.setup.seed * 1_000_003 + self.epoch)
-        return torch.randperm(self.real.shape[0], generator=g)
-
-    def _next_batch(self) -> torch.Tensor:
-        B = self.setup.batch_size
-        if (self.batch_index + 1) * B > len(self.order):  # drop the last incomplete batch
-            self.epoch, self.batch_index = self.epoch + 1, 0
-            self.order = self._epoch_order()
-        idx = self.order[self.batch_index * B : (self.batch_index + 1) * B].to(self.device)
-        self.batch_index += 1
-        return self.real[idx]
+    @property
+    def epoch(self) -> int:
+        return self.batches.epoch
 
     def train(self, num_steps: int) -> None:
         s, G, D = self.setup, self.G, self.D
         for _ in range(num_steps):
-            real = self._next_batch()
+            real = self.batches.next()
             # Noise of batch t: seeded by t, as RandomStreams does (micro-step t, stream "z" at position 0).
             self.gen.manual_seed((s.seed * 1_000_003 + self.step) * 8)
             z = torch.randn(s.batch_size, s.z_dim, generator=self.gen, device=self.device)
@@ -262,6 +278,7 @@ def scratch_dir() -> Path:
 
 
 __all__ = [
+    "EpochBatches",
     "GANBenchSetup",
     "bench_gan",
     "PlainContender",
