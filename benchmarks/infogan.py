@@ -12,7 +12,6 @@ timing and timed once after.
 from __future__ import annotations
 
 import runpy
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict
@@ -20,8 +19,8 @@ from typing import Dict
 import torch
 import torch.nn.functional as F
 
-from .common import ratios, reset_accelerate, summary, synchronize
-from .gan import EpochBatches, max_abs_diff, scratch_dir
+from .common import ratios, reset_accelerate, summary
+from .gan import ChunkedTask, EpochBatches, contender_run_args, interleaved_images_per_s, max_abs_diff, scratch_dir
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "docs" / "infogan_example.py"
 STREAMS = ("z", "c", "u")  # the example's RandomStreams, in its order (the seed's last term)
@@ -43,52 +42,19 @@ def example() -> dict:
 
 
 # ---- the task (docs/infogan_example.py on the runner) ------------------------------------------
-class ToolkitInfoGAN:
-    """The example's task, advanced in chunks as :class:`benchmarks.gan.ToolkitContender` is: each
-    ``advance(n)`` raises ``max_steps`` by ``n`` and re-enters ``Engine.train_loop()``. The
-    checkpoint and the grid hook would run at every chunk's "end": stubbed while timing."""
+class ToolkitInfoGAN(ChunkedTask):
+    """The example's task on the runner, chunked as :class:`benchmarks.gan.ToolkitContender` is;
+    its grid is the code-by-row grid."""
 
     def __init__(self, setup: InfoGANBenchSetup, out_dir: Path) -> None:
-        from gan_accel.config import RunArguments
-
         reset_accelerate()
         ns = example()
         args = ns["InfoGANArguments"](batch_size=setup.batch_size, max_steps=10**9, sample_every=0)
-        run = RunArguments(
-            output_dir=str(out_dir),
-            overwrite_output_dir=True,
-            seed=setup.seed,
-            log_every=setup.log_every,
-            checkpointing_steps=0,
-            cpu=True,
-        )
-        self.task = ns["InfoGAN"](ns["DigitsData"](), args, run)
-        self.engine = self.task.engine
-        self.device = self.task.accelerator.device
-        self._save_checkpoint, self._hooks = self.engine.save_checkpoint, list(self.engine.hooks)
-        self.engine.save_checkpoint = lambda: None
-        self.engine.hooks.clear()
-        self.engine.max_steps = 0
-        self.engine.logger = self.task.run.make_logger(10**9, unit="img", desc="toolkit")
-
-    def advance(self, num_steps: int) -> None:
-        self.engine.max_steps += num_steps
-        self.engine.train_loop()
-
-    def end_of_run_io(self) -> float:
-        """Seconds of what the run writes at its end: the checkpoint and the code-by-row grid."""
-        synchronize(self.device)
-        t0 = time.perf_counter()
-        self._save_checkpoint()
-        self.task.save_codes_grid()
-        return time.perf_counter() - t0
+        task = ns["InfoGAN"](ns["DigitsData"](), args, contender_run_args(out_dir, setup, cpu=True))
+        super().__init__(task, task.save_codes_grid)
 
     def weights(self) -> Dict[str, torch.Tensor]:
         return named({name: self.engine.module(name) for name in ("G", "Q", "D")})
-
-    def close(self) -> None:
-        self.task.run.logger.close()
-        reset_accelerate()
 
 
 # ---- the same model, by hand ----------------------------------------------------------------------
@@ -184,18 +150,7 @@ def bench_infogan(setup: InfoGANBenchSetup, log=print) -> dict:
     device = toolkit.device
     for c in contenders.values():
         c.advance(setup.warmup)
-    seconds = {name: [] for name in contenders}
-    order = list(contenders)
-    for r in range(setup.rounds):
-        for name in order if r % 2 == 0 else order[::-1]:
-            synchronize(device)
-            t0 = time.perf_counter()
-            contenders[name].advance(setup.chunk)
-            synchronize(device)
-            seconds[name].append(time.perf_counter() - t0)
-        log(f"  infogan round {r + 1}/{setup.rounds}: " + "  ".join(f"{n} {seconds[n][-1]:.2f}s" for n in order))
-    images = setup.chunk * setup.batch_size
-    ips = {name: [images / s for s in secs] for name, secs in seconds.items()}
+    ips = interleaved_images_per_s(contenders, setup, device, "infogan", log)
     out = {
         "device": str(device),
         "threads": torch.get_num_threads(),
