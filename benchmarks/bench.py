@@ -1,10 +1,11 @@
-"""Benchmark the toolkit's loops against a plain PyTorch loop (GAN) and transformers.Trainer
-(classifier), plus sampling throughput, in ONE process with the contenders interleaved:
+"""Benchmark the toolkit's loops against a plain PyTorch loop (GAN), a hand-written Accelerate loop
+(docs/infogan_example.py's InfoGAN) and transformers.Trainer (classifier), plus sampling
+throughput, in ONE process with the contenders interleaved:
 
     OMP_NUM_THREADS=1 python -m benchmarks.bench --output_json bench.json
 
 Prints a table (medians and max-min spread over repetitions) and writes the JSON
-(``gan.ratio_vs_plain``, ``classifier.CORPUS.ratio_vs_trainer`` and ``.ratio_vs_trainer_grouped``,
+(``gan.ratio_vs_plain``, ``infogan.ratio_vs_plain``, ``classifier.CORPUS.ratio_vs_trainer`` and ``.ratio_vs_trainer_grouped``,
 raw figures beside them).
 """
 
@@ -20,7 +21,7 @@ from benchmarks.corpora import CORPORA
 from gan_accel.config import check_choice, check_positive, choice, parse_config
 from gan_accel.errors import ConfigError, cli_entry
 
-PARTS = ("gan", "classifier", "sampling")
+PARTS = ("gan", "infogan", "classifier", "sampling")
 GAN_VARIANTS = ("channels_last", "compile", "bf16", "fp16")
 
 
@@ -28,7 +29,8 @@ GAN_VARIANTS = ("channels_last", "compile", "bf16", "fp16")
 class BenchArguments:
     output_json: str = field(default="bench.json", metadata={"help": "Where to write the figures (JSON)."})
     only: str = field(
-        default="gan,classifier,sampling", metadata={"help": "Comma-separated subset of gan,classifier,sampling."}
+        default="gan,infogan,classifier,sampling",
+        metadata={"help": "Comma-separated subset of gan,infogan,classifier,sampling."},
     )
     device: str = choice("cpu", ("cpu", "cuda"), "Device of every contender.")
     threads: int = field(
@@ -48,6 +50,9 @@ class BenchArguments:
     gan_warmup: int = field(
         default=3, metadata={"help": "Untimed updates per contender first (compilation included)."}
     )
+    infogan_rounds: int = field(default=10, metadata={"help": "InfoGAN: interleaved rounds."})
+    infogan_chunk: int = field(default=50, metadata={"help": "InfoGAN: timed updates per contender per round."})
+    infogan_warmup: int = field(default=5, metadata={"help": "InfoGAN: untimed updates per contender first."})
     gan_variants: str = field(
         default="channels_last,bf16",
         metadata={
@@ -89,6 +94,8 @@ class BenchArguments:
             "gan_channels",
             "gan_rounds",
             "gan_chunk",
+            "infogan_rounds",
+            "infogan_chunk",
             "classifier_reps",
             "classifier_n_train",
             "sample_images",
@@ -97,13 +104,14 @@ class BenchArguments:
         ):
             check_positive(name, getattr(self, name))
         check_positive("gan_warmup", self.gan_warmup, allow_zero=True)
+        check_positive("infogan_warmup", self.infogan_warmup, allow_zero=True)
         check_positive("classifier_epochs", self.classifier_epochs)
         if {"bf16", "fp16"} <= {v.strip() for v in self.gan_variants.split(",")}:
             raise ConfigError(
                 "--gan_variants: bf16 and fp16 need separate runs (Accelerate's precision is process-wide)"
             )
         if not self.only.strip():
-            raise ConfigError("--only must name at least one of gan,classifier,sampling")
+            raise ConfigError("--only must name at least one of gan,infogan,classifier,sampling")
 
 
 @cli_entry

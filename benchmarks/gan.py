@@ -13,7 +13,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, Optional
+from typing import Callable, Dict, Optional
 
 import torch
 import torch.nn.functional as F
@@ -55,7 +55,6 @@ def build_toolkit(
     compile: bool = False,
 ):
     """A GANTrainer exactly as ``train_gan.py`` builds it, with periodic files off."""
-    from gan_accel.config import RunArguments
     from gan_accel.gan.config import GANDataArguments, GANModelArguments, GANTrainArguments
     from gan_accel.gan.trainer import GANTrainer
 
@@ -77,54 +76,71 @@ def build_toolkit(
         channels_last=channels_last,
         compile=compile,
     )
-    run = RunArguments(
+    run = contender_run_args(out_dir, setup, mixed_precision=mixed_precision, cpu=setup.cpu)
+    return GANTrainer(data, model, train, run)
+
+
+def contender_run_args(out_dir: Path, setup, **flags):
+    """The run flags of a timed task: a scratch folder, the setup's seed and log cadence, no
+    periodic checkpoint; ``flags`` add to them."""
+    from gan_accel.config import RunArguments
+
+    return RunArguments(
         output_dir=str(out_dir),
         overwrite_output_dir=True,
         seed=setup.seed,
         log_every=setup.log_every,
         checkpointing_steps=0,
-        mixed_precision=mixed_precision,
-        cpu=setup.cpu,
+        **flags,
     )
-    return GANTrainer(data, model, train, run)
 
 
-class ToolkitContender:
-    """The toolkit's real loop, advanced in chunks: ``advance(n)`` raises the engine's ``max_steps``
-    by ``n`` and calls ``Engine.train_loop()``, which continues from its own state (data position,
-    noise, EMA) exactly as a resumed run would. Checkpoint and sample-grid writing are stubbed while
-    timing (the loop would write them at each chunk's "end"); :meth:`end_of_run_io` times the real
-    ones once."""
+class ChunkedTask:
+    """A task's real loop, advanced in chunks: ``advance(n)`` raises the engine's ``max_steps`` by
+    ``n`` and calls ``Engine.train_loop()``, which continues from its own state (data position,
+    noise, EMA) exactly as a resumed run would. The checkpoint and the grid hooks
+    (``AFTER_CHECKPOINT``) would run at each chunk's "end": they are stubbed while timing, and
+    :meth:`end_of_run_io` times the real checkpoint and ``write_grid()`` once."""
 
-    def __init__(self, setup: GANBenchSetup, out_dir: Path, **variant) -> None:
-        self.setup = setup
-        self.trainer = build_toolkit(setup, out_dir, **variant)
-        self.engine = self.trainer.engine
-        self.device = self.trainer.run.accelerator.device
-        self._save_checkpoint, self._save_samples = self.engine.save_checkpoint, self.trainer.save_samples
+    def __init__(self, task, write_grid: Callable[[], object]) -> None:
+        from gan_accel.engine import AFTER_CHECKPOINT
+
+        self.task = task
+        self.engine = task.engine
+        self.device = task.accelerator.device
+        self._save_checkpoint, self._write_grid = self.engine.save_checkpoint, write_grid
         self.engine.save_checkpoint = lambda: None
-        self.trainer.save_samples = lambda: None
+        self.engine.hooks[:] = [hook for hook in self.engine.hooks if hook.when != AFTER_CHECKPOINT]
         self.engine.max_steps = 0
-        self.engine.logger = self.trainer.run.make_logger(10**9, unit="img", desc="toolkit")
+        self.engine.logger = task.run.make_logger(10**9, unit="img", desc="toolkit")
 
     def advance(self, num_steps: int) -> None:
         self.engine.max_steps += num_steps
         self.engine.train_loop()
 
     def end_of_run_io(self) -> float:
-        """Seconds of what the loop writes at its end: the checkpoint and the EMA sample grid."""
+        """Seconds of what the loop writes at its end: the checkpoint and the sample grid."""
         synchronize(self.device)
         t0 = time.perf_counter()
         self._save_checkpoint()
-        self._save_samples()
+        self._write_grid()
         return time.perf_counter() - t0
+
+    def close(self) -> None:
+        self.task.run.logger.close()
+        reset_accelerate()
+
+
+class ToolkitContender(ChunkedTask):
+    """The GAN task's real loop (:func:`build_toolkit`), chunked; its grid is the EMA sample grid."""
+
+    def __init__(self, setup: GANBenchSetup, out_dir: Path, **variant) -> None:
+        self.setup = setup
+        self.trainer = build_toolkit(setup, out_dir, **variant)
+        super().__init__(self.trainer, self.trainer.save_samples)
 
     def weights(self) -> Dict[str, torch.Tensor]:
         return toolkit_weights(self.trainer)
-
-    def close(self) -> None:
-        self.trainer.run.logger.close()
-        reset_accelerate()
 
 
 def toolkit_weights(trainer) -> Dict[str, torch.Tensor]:
@@ -132,6 +148,31 @@ def toolkit_weights(trainer) -> Dict[str, torch.Tensor]:
 
 
 # ---- the plain PyTorch loop ------------------------------------------------------------------
+class EpochBatches:
+    """Batches of ``real`` in :class:`ResumableSampler`'s order (a ``randperm`` seeded by seed and
+    epoch), the last incomplete batch of each epoch dropped: what a hand-written loop does."""
+
+    def __init__(self, real: torch.Tensor, batch_size: int, seed: int) -> None:
+        self.real = real
+        self.batch_size = batch_size
+        self.seed = seed
+        self.batch_index = self.epoch = 0
+        self.order = self._epoch_order()
+
+    def _epoch_order(self) -> torch.Tensor:
+        g = torch.Generator().manual_seed(self.seed * 1_000_003 + self.epoch)
+        return torch.randperm(self.real.shape[0], generator=g)
+
+    def next(self) -> torch.Tensor:
+        B = self.batch_size
+        if (self.batch_index + 1) * B > len(self.order):  # drop the last incomplete batch
+            self.epoch, self.batch_index = self.epoch + 1, 0
+            self.order = self._epoch_order()
+        idx = self.order[self.batch_index * B : (self.batch_index + 1) * B].to(self.real.device)
+        self.batch_index += 1
+        return self.real[idx]
+
+
 class PlainGAN:
     """What one writes by hand: models ``.to(device)``, fused Adam, a shuffled index per epoch.
 
@@ -163,29 +204,20 @@ class PlainGAN:
         self.opt_G = torch.optim.Adam(self.G.parameters(), lr=setup.lr, betas=setup.betas, fused=fused)
         self.opt_D = torch.optim.Adam(self.D.parameters(), lr=setup.lr, betas=setup.betas, fused=fused)
         self.ema = copy.deepcopy(self.G).eval().requires_grad_(False)
-        self.real = images_u8.to(self.device).float().div_(127.5).sub_(1.0).contiguous(memory_format=fmt)  # [-1, 1]
+        real = images_u8.to(self.device).float().div_(127.5).sub_(1.0).contiguous(memory_format=fmt)  # [-1, 1]
+        self.batches = EpochBatches(real, setup.batch_size, setup.seed)
         self.gen = torch.Generator(device=self.device)
-        self.step = self.batch_index = self.epoch = 0
-        self.order = self._epoch_order()
+        self.step = 0
         self.losses = []
 
-    def _epoch_order(self) -> torch.Tensor:
-        g = torch.Generator().manual_seed(self.setup.seed * 1_000_003 + self.epoch)
-        return torch.randperm(self.real.shape[0], generator=g)
-
-    def _next_batch(self) -> torch.Tensor:
-        B = self.setup.batch_size
-        if (self.batch_index + 1) * B > len(self.order):  # drop the last incomplete batch
-            self.epoch, self.batch_index = self.epoch + 1, 0
-            self.order = self._epoch_order()
-        idx = self.order[self.batch_index * B : (self.batch_index + 1) * B].to(self.device)
-        self.batch_index += 1
-        return self.real[idx]
+    @property
+    def epoch(self) -> int:
+        return self.batches.epoch
 
     def train(self, num_steps: int) -> None:
         s, G, D = self.setup, self.G, self.D
         for _ in range(num_steps):
-            real = self._next_batch()
+            real = self.batches.next()
             # Noise of batch t: seeded by t, as RandomStreams does (micro-step t, stream "z" at position 0).
             self.gen.manual_seed((s.seed * 1_000_003 + self.step) * 8)
             z = torch.randn(s.batch_size, s.z_dim, generator=self.gen, device=self.device)
@@ -262,6 +294,8 @@ def scratch_dir() -> Path:
 
 
 __all__ = [
+    "ChunkedTask",
+    "EpochBatches",
     "GANBenchSetup",
     "bench_gan",
     "PlainContender",
@@ -287,6 +321,23 @@ VARIANTS = {  # toolkit variants measured against the toolkit's default (fp32, N
 }
 
 
+def interleaved_images_per_s(contenders: dict, setup, device, label: str, log=print) -> Dict[str, list]:
+    """``setup.rounds`` rounds of ``setup.chunk`` updates per contender, the order alternating each
+    round (so neither always runs on a warmer cache); images/s of each contender per round."""
+    seconds = {name: [] for name in contenders}
+    order = list(contenders)
+    for r in range(setup.rounds):
+        for name in order if r % 2 == 0 else order[::-1]:
+            synchronize(device)
+            t0 = time.perf_counter()
+            contenders[name].advance(setup.chunk)
+            synchronize(device)
+            seconds[name].append(time.perf_counter() - t0)
+        log(f"  {label} round {r + 1}/{setup.rounds}: " + "  ".join(f"{n} {seconds[n][-1]:.2f}s" for n in order))
+    images = setup.chunk * setup.batch_size
+    return {name: [images / s for s in secs] for name, secs in seconds.items()}
+
+
 def bench_gan(
     setup: GANBenchSetup, variants=("channels_last", "bf16"), log=print, export_to: Optional[Path] = None
 ) -> dict:
@@ -307,18 +358,7 @@ def bench_gan(
         c.advance(setup.warmup)
         synchronize(device)
         warmup_seconds[name] = time.perf_counter() - t0
-    seconds = {name: [] for name in contenders}
-    order = list(contenders)
-    for r in range(setup.rounds):
-        for name in order if r % 2 == 0 else order[::-1]:
-            synchronize(device)
-            t0 = time.perf_counter()
-            contenders[name].advance(setup.chunk)
-            synchronize(device)
-            seconds[name].append(time.perf_counter() - t0)
-        log(f"  gan round {r + 1}/{setup.rounds}: " + "  ".join(f"{n} {seconds[n][-1]:.2f}s" for n in order))
-    images = setup.chunk * setup.batch_size
-    ips = {name: [images / s for s in secs] for name, secs in seconds.items()}
+    ips = interleaved_images_per_s(contenders, setup, device, "gan", log)
     diff = max_abs_diff(contenders["toolkit"].weights(), contenders["plain"].weights())
     io_seconds = contenders["toolkit"].end_of_run_io()
     out = {

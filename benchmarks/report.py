@@ -74,6 +74,16 @@ def run_benchmark(args, command: str = "", log: Callable[[str], None] = print) -
             f"GAN: {len(variants) + 2} contenders x {setup.rounds} rounds x {setup.chunk} steps (+{setup.warmup} warm-up)"
         )
         result["gan"] = bench_gan(setup, variants, log=log, export_to=work / "generator")
+    if "infogan" in parts:
+        from .infogan import InfoGANBenchSetup, bench_infogan
+
+        setup = InfoGANBenchSetup(
+            rounds=args.infogan_rounds, chunk=args.infogan_chunk, warmup=args.infogan_warmup, seed=args.seed
+        )
+        log(
+            f"InfoGAN: the example task vs a hand-written Accelerate loop x {setup.rounds} rounds x {setup.chunk} steps"
+        )
+        result["infogan"] = bench_infogan(setup, log=log)
     if "classifier" in parts:
         from .corpora import default_setup
 
@@ -120,6 +130,14 @@ def table(result: dict) -> str:
         for name, s in g["variant_ratio_vs_toolkit"].items():
             rows.append((f"  toolkit --{name} / toolkit", "x", _fmt(s, 3)))
         rows.append(("  end-of-run checkpoint + grid (once)", "s", f"{g['end_of_run_io_seconds']:.2f}"))
+    i = result.get("infogan")
+    if i:
+        rows.append(("InfoGAN hand-written Accelerate loop", "img/s", _fmt(i["images_per_s"]["plain"])))
+        rows.append(("InfoGAN task (docs/infogan_example.py)", "img/s", _fmt(i["images_per_s"]["toolkit"])))
+        rows.append(("  ratio task / hand-written", "x", _fmt(i["ratio_vs_plain"], 3)))
+        diff = f"{i['weights_max_abs_diff']:.3g} after {i['steps_compared']} steps"
+        rows.append(("  max |weight diff| (G, Q, D)", "", diff))
+        rows.append(("  end-of-run checkpoint + grid (once)", "s", f"{i['end_of_run_io_seconds']:.2f}"))
     for corpus, c in (result.get("classifier") or {}).items():
         rows += classifier_rows(corpus, c)
     s = result.get("sampling")

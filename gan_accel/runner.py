@@ -33,19 +33,27 @@ from .errors import cli_entry
 from .loop.accel import print_and_save_config
 from .loop.rundir import RUN_OUTPUTS  # written by every run; a task's own outputs are added to them
 
+OUTPUT_KINDS = ("export", "cache", "record")
+
 
 @dataclass(frozen=True)
 class Output:
     """A file or folder a task writes at the top of its run folder.
 
     ``kind``: ``export`` (a result: named in the closing line when this run wrote it), ``cache``
-    (rebuilt when missing, damaged or stale; ``checked`` says how) or ``record``.
+    (rebuilt when missing, damaged or stale; ``checked`` says how) or ``record``. Every kind is
+    removed by ``--overwrite_output_dir``; only exports are named in the closing line.
     """
 
     name: str
     kind: str = "export"
     label: str = ""  # how the closing line names it (default: ``name``)
     checked: str = ""  # how it is checked when read back
+
+    def __post_init__(self) -> None:
+        # A misspelt kind would silently drop an export from the closing line.
+        if self.kind not in OUTPUT_KINDS:
+            raise TypeError(f"Output({self.name!r}): kind must be one of {', '.join(OUTPUT_KINDS)}; got {self.kind!r}")
 
 
 @dataclass

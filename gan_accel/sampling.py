@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Optional
 
@@ -66,12 +67,23 @@ def generate_images(
 
 
 def save_grid(images: torch.Tensor, path: Path, nrow: int = 8) -> Path:
+    """One PNG of ``images`` (``[N, C, H, W]`` in [-1, 1], any device), ``nrow`` images per row
+    in the order given (row-major), 2-pixel black borders; the folder is created. Written under a
+    temporary name and renamed: a reader, or a run killed mid-write, sees the previous grid or the
+    new one, never half of one. Call it on the main process (from a hook: ``if
+    self.accelerator.is_main_process``), with an unwrapped network (``engine.module(name)``)."""
     path = Path(path)
     # torchvision imported on use: with it comes torch._dynamo (~2 s on a 2-core CPU), which `--help` and error exits do not need
     from torchvision.utils import make_grid, save_image
 
     path.parent.mkdir(parents=True, exist_ok=True)
-    save_image(make_grid(images, nrow=nrow, normalize=True, value_range=(-1, 1), padding=2), str(path))
+    tmp = path.with_name(f".tmp-{path.name}")  # same suffix: save_image picks the format from it
+    grid = make_grid(images.detach().float().cpu(), nrow=nrow, normalize=True, value_range=(-1, 1), padding=2)
+    try:
+        save_image(grid, str(tmp))
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
     return path
 
 

@@ -155,3 +155,40 @@ def test_random_streams_never_share_a_seed_and_refuse_unknown_names():
         RandomStreams({"a": 1, "b": 1}, 0, acc, 2)
     kept = RandomStreams({"crop_A": 5, "crop_B": 6}, 0, acc, 2)  # CycleGAN's positions: its seeds as before
     assert kept._seeded("crop_B", 3).initial_seed() == (0 * 1_000_003 + 3) * 8 + 6
+
+
+@pytest.mark.parametrize("draw", ["normal", "uniform", "categorical"])
+def test_random_streams_give_each_rank_its_rows_of_the_one_process_draw(draw):
+    """What docs/engine.md promises for every draw: 2 processes of batch 3 get rows 0-2 and 3-5 of
+    what one process of batch 6 draws, and a fresh object (a resumed run) draws it again."""
+    from types import SimpleNamespace
+
+    from gan_accel.engine import RandomStreams
+
+    def streams(world, rank, batch):
+        acc = SimpleNamespace(device=torch.device("cpu"), num_processes=world, process_index=rank)
+        return RandomStreams(("z", "code"), 7, acc, batch)
+
+    args = (10, 2) if draw == "categorical" else (2,)  # categorical: 10 classes, shape [batch, 2]
+    one = getattr(streams(1, 0, 6), draw)("code", 5, *args)
+    ranks = [getattr(streams(2, r, 3), draw)("code", 5, *args) for r in (0, 1)]
+    assert one.shape == (6, 2) and all(r.shape == (3, 2) for r in ranks)
+    assert torch.equal(torch.cat(ranks), one)
+    assert torch.equal(getattr(streams(1, 0, 6), draw)("code", 5, *args), one)
+    assert not torch.equal(getattr(streams(1, 0, 6), draw)("code", 6, *args), one)  # the next step differs
+    if draw == "categorical":
+        assert one.dtype == torch.int64 and 0 <= int(one.min()) and int(one.max()) < 10
+
+
+def test_random_streams_categorical_covers_every_class_and_refuses_none():
+    from types import SimpleNamespace
+
+    from gan_accel.engine import RandomStreams
+
+    acc = SimpleNamespace(device=torch.device("cpu"), num_processes=1, process_index=0)
+    streams = RandomStreams(("c",), 0, acc, 4000)
+    counts = torch.bincount(streams.categorical("c", 0, 10), minlength=10)
+    assert counts.shape == (10,) and int(counts.min()) > 300  # uniform: ~400 each
+    assert streams.categorical("c", 0, 10, 3, 2).shape == (4000, 3, 2)
+    with pytest.raises(ConfigError, match="num_classes >= 1"):
+        streams.categorical("c", 0, 0)

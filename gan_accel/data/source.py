@@ -19,6 +19,7 @@ from typing import Callable, Dict, List, Optional, Tuple, Union
 import torch
 from torch.utils.data import DataLoader, Dataset, Sampler
 
+from ..errors import ConfigError
 from .cache import ImageCache, build_cache, default_cache_root, folder_key, open_cache, settings_key, writable_root
 from .decode import FolderImages, HFImages, decode_all
 from .images import ImageData, folder_files, load_image_data, to_float_images, unlabelled_reason
@@ -64,6 +65,15 @@ class ImageSource:
     @property
     def num_classes(self) -> int:
         return len(self.class_names) if self.labels is not None else 0
+
+    def check_batch_size(self, batch_size: int, num_processes: int) -> None:
+        """Refuse, in one line naming --batch_size, a batch that gives some process no full batch
+        (the loader drops the last incomplete one)."""
+        if len(self) // batch_size < num_processes:
+            raise ConfigError(
+                f"--batch_size {batch_size} x {num_processes} processes is larger than the dataset "
+                f"({len(self)} images); lower --batch_size"
+            )
 
     def describe(self) -> str:
         where = "in memory on the accelerator" if self.in_memory else "streamed by DataLoader workers"
@@ -131,6 +141,18 @@ def _decode_to_memory(
     images = torch.stack([image for _, image in decoded])
     kept = [labels[i] for i, _ in decoded] if labels is not None else None
     return images, torch.tensor(kept, dtype=torch.int64) if kept is not None else None
+
+
+def open_images(data_args, accelerator) -> ImageSource:
+    """The training images of a task's :class:`~gan_accel.gan.config.GANDataArguments` (bundled
+    digits, MNIST, Fashion-MNIST, CIFAR-10, an image folder, a Hugging Face dataset), as the GAN
+    reads them: checked (a missing folder, an image that cannot be decoded, a bad --data_dir is one
+    line naming the flag), decoded once into the shared decode cache, in memory or streamed. Call it
+    from ``Task.read_data`` (under ``main_process_first``: one process builds the cache, the others
+    read it); messages print on the main process."""
+    return open_image_source(
+        data_args, accelerator.device, print_fn=accelerator.print, show_progress=accelerator.is_local_main_process
+    )
 
 
 def open_image_source(

@@ -60,6 +60,15 @@ class RandomStreams:
         g = self._seeded(name, micro_step)
         return self._slice(torch.rand(self.world * self.batch, *shape, generator=g, device=self.device))
 
+    def categorical(self, name: str, micro_step: int, num_classes: int, *shape: int) -> torch.Tensor:
+        """``[batch, *shape]`` int64 classes, uniform over ``0 .. num_classes - 1`` (a conditional
+        model's labels, InfoGAN's categorical code): this rank's rows of the global batch's draw."""
+        if num_classes < 1:
+            raise ConfigError(f"random streams: {name!r} needs num_classes >= 1; got {num_classes}")
+        g = self._seeded(name, micro_step)
+        size = (self.world * self.batch, *shape)
+        return self._slice(torch.randint(0, num_classes, size, generator=g, device=self.device))
+
     def generator(self, name: str, micro_step: int) -> torch.Generator:
         """A seeded generator for draws that are per-rank by nature (e.g. augmentation of this
         rank's shard); re-seeded identically on resume."""

@@ -13,7 +13,7 @@ import torch
 
 from ..data import ResumableSampler
 from ..data.fingerprint import image_fingerprint
-from ..data.source import open_image_source
+from ..data.source import open_images
 from ..engine import AFTER_CHECKPOINT, UPDATE, BestKeeper, Hook, RandomStreams, State
 from ..errors import ConfigError
 from ..loop.trackers import log_image
@@ -57,10 +57,7 @@ class GANTrainer(Task):
         self.model_args.check_image_size(self.data_args.image_size)
 
     def read_data(self) -> None:
-        acc = self.accelerator
-        self.data = open_image_source(
-            self.data_args, acc.device, print_fn=acc.print, show_progress=acc.is_local_main_process
-        )
+        self.data = open_images(self.data_args, self.accelerator)
 
     def check(self) -> None:
         if self.model_args.conditional and self.data.labels is None:
@@ -80,13 +77,7 @@ class GANTrainer(Task):
                 f"sub-folder per class); {self.data.name} {why}; use --eval_feature_extractor inception or "
                 f"leave out {flag}"
             )
-        P = self.accelerator.num_processes
-        batch = self.train_args.batch_size
-        if len(self.data) // batch < P:  # full batches only (drop_last), one per process at least
-            raise ConfigError(
-                f"--batch_size {batch} x {P} processes is larger than the dataset "
-                f"({len(self.data)} images); lower --batch_size"
-            )
+        self.data.check_batch_size(self.train_args.batch_size, self.accelerator.num_processes)
 
     def data_fingerprint(self) -> dict:
         return image_fingerprint(self.data_args, self.data)
