@@ -22,6 +22,9 @@ import yaml
 from .errors import ConfigError, UserError
 
 MIXED_PRECISION = ("no", "bf16", "fp16")
+# numpy's and torch's generators take unsigned 32-bit seeds: anything else fails deep inside
+# set_seed, after the run folder was written.
+MAX_SEED = 2**32 - 1
 # Fields never written anywhere (config.json, checkpoints, trackers, model cards).
 SECRET_FIELDS = frozenset({"hub_token"})
 
@@ -160,6 +163,8 @@ class RunArguments:
     def __post_init__(self) -> None:
         if not self.output_dir:
             raise ConfigError("--output_dir must be a folder path")
+        if not 0 <= self.seed <= MAX_SEED:
+            raise ConfigError(f"--seed must be an integer from 0 to {MAX_SEED}; got {self.seed}")
         check_choice("mixed_precision", self.mixed_precision, MIXED_PRECISION)
         self.trackers  # noqa: B018  # an unknown or uninstalled tracker fails here, before any file is written
         check_positive("gradient_accumulation_steps", self.gradient_accumulation_steps)
