@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import difflib
+import inspect
 import json
 import math
 import typing
@@ -257,10 +258,16 @@ def parse_config(types: Tuple[Type, ...], argv: Optional[Sequence[str]], descrip
     return configs
 
 
-class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+class _HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
     """``--help`` shows a flag's default unless it is None or the help already says it: a None
     default means "not given" (the help says what happens then), and a help that names its own
-    default ("default: the generator's") read "(default: the generator's). (default: None)"."""
+    default ("default: the generator's") read "(default: the generator's). (default: None)".
+
+    The description (a script's docstring) keeps its lines: re-wrapped, its example commands ran
+    together into one paragraph. Only the description; the flags' help is still wrapped."""
+
+    def _fill_text(self, text, width, indent):
+        return super()._fill_text(inspect.cleandoc(text), width, indent)
 
     def _get_help_string(self, action):
         if action.default is None or "(default" in (action.help or ""):
