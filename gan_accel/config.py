@@ -75,7 +75,9 @@ class RunArguments:
         default=False,
         metadata={"resume": FREE, "help": "Delete a previous run in --output_dir instead of refusing to start."},
     )
-    seed: int = field(default=0, metadata={"help": "Seed for weights, data order, noise and augmentation."})
+    seed: int = field(
+        default=0, metadata={"help": "Seed for weights, data order, noise and augmentation (0 to 4294967295)."}
+    )
     mixed_precision: str = choice(
         "no",
         MIXED_PRECISION,
@@ -93,7 +95,11 @@ class RunArguments:
     )
     log_every: int = field(
         default=20,
-        metadata={"resume": FREE, "help": "Optimizer steps between log lines (the only host syncs of the hot loop)."},
+        metadata={
+            "resume": FREE,
+            "help": "Optimizer steps between log lines (the only host syncs of the hot loop): metrics.jsonl, the "
+            "progress bar, and a printed line when no bar is on a terminal (TQDM_DISABLE=1, a batch job's log).",
+        },
     )
     checkpointing_steps: int = field(
         default=500,
