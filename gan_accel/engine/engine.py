@@ -267,12 +267,11 @@ class Engine:
             # fresh loader counts from 0: without this a resumed run would replay epoch 0.
             self.loader.set_epoch(epoch)
             self.sampler.set_position(epoch, state.epoch_start)
-            from_start = state.epoch_start == 0
-            empty = True
-            for batch in self.loader:
-                empty = False
-                yield batch
-            if empty and from_start:  # a loader without a length: it would loop here forever, without a step
+            from_start, micro_steps = state.epoch_start == 0, state.micro_step
+            yield from self.loader
+            # A whole pass without a batch (a loader without a length, so not refused when built)
+            # would loop here forever, without a step at which a signal is read.
+            if from_start and state.micro_step == micro_steps:
                 raise UserError(empty_epoch_message(self._raw_loader, self.accelerator.num_processes))
             if state.epoch == epoch:  # not already advanced by the update that ended the epoch
                 state.epoch, state.epoch_start = epoch + 1, 0
