@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import difflib
+import inspect
 import json
 import math
 import typing
@@ -22,6 +23,9 @@ import yaml
 from .errors import ConfigError, UserError
 
 MIXED_PRECISION = ("no", "bf16", "fp16")
+# numpy's and torch's generators take unsigned 32-bit seeds: anything else fails deep inside
+# set_seed, after the run folder was written.
+MAX_SEED = 2**32 - 1
 # Fields never written anywhere (config.json, checkpoints, trackers, model cards).
 SECRET_FIELDS = frozenset({"hub_token"})
 
@@ -71,7 +75,9 @@ class RunArguments:
         default=False,
         metadata={"resume": FREE, "help": "Delete a previous run in --output_dir instead of refusing to start."},
     )
-    seed: int = field(default=0, metadata={"help": "Seed for weights, data order, noise and augmentation."})
+    seed: int = field(
+        default=0, metadata={"help": "Seed for weights, data order, noise and augmentation (0 to 4294967295)."}
+    )
     mixed_precision: str = choice(
         "no",
         MIXED_PRECISION,
@@ -89,7 +95,11 @@ class RunArguments:
     )
     log_every: int = field(
         default=20,
-        metadata={"resume": FREE, "help": "Optimizer steps between log lines (the only host syncs of the hot loop)."},
+        metadata={
+            "resume": FREE,
+            "help": "Optimizer steps between log lines (the only host syncs of the hot loop): metrics.jsonl, the "
+            "progress bar, and a printed line when no bar is on a terminal (TQDM_DISABLE=1, a batch job's log).",
+        },
     )
     checkpointing_steps: int = field(
         default=500,
@@ -160,6 +170,8 @@ class RunArguments:
     def __post_init__(self) -> None:
         if not self.output_dir:
             raise ConfigError("--output_dir must be a folder path")
+        if not 0 <= self.seed <= MAX_SEED:
+            raise ConfigError(f"--seed must be an integer from 0 to {MAX_SEED}; got {self.seed}")
         check_choice("mixed_precision", self.mixed_precision, MIXED_PRECISION)
         self.trackers  # noqa: B018  # an unknown or uninstalled tracker fails here, before any file is written
         check_positive("gradient_accumulation_steps", self.gradient_accumulation_steps)
@@ -252,10 +264,16 @@ def parse_config(types: Tuple[Type, ...], argv: Optional[Sequence[str]], descrip
     return configs
 
 
-class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+class _HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
     """``--help`` shows a flag's default unless it is None or the help already says it: a None
     default means "not given" (the help says what happens then), and a help that names its own
-    default ("default: the generator's") read "(default: the generator's). (default: None)"."""
+    default ("default: the generator's") read "(default: the generator's). (default: None)".
+
+    The description (a script's docstring) keeps its lines: re-wrapped, its example commands ran
+    together into one paragraph. Only the description; the flags' help is still wrapped."""
+
+    def _fill_text(self, text, width, indent):
+        return super()._fill_text(inspect.cleandoc(text), width, indent)
 
     def _get_help_string(self, action):
         if action.default is None or "(default" in (action.help or ""):

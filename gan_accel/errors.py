@@ -18,6 +18,12 @@ class ConfigError(UserError, ValueError):
     """An invalid configuration value (raised from dataclass ``__post_init__``)."""
 
 
+class TaskMethodError(UserError):
+    """An exception other than a :class:`UserError` raised by a task's own method (``build()``,
+    ``read_data()``, ...): a bug in that task. One line naming the method; the original exception
+    is its ``__cause__``, and ``--debug`` shows its traceback."""
+
+
 EXIT_USER_ERROR = 2
 
 
@@ -32,6 +38,8 @@ def cli_entry(main: Callable[[Optional[Sequence[str]]], int]) -> Callable[[Optio
             return main(args)
         except UserError as err:
             if "--debug" in args:
+                if isinstance(err, TaskMethodError) and err.__cause__ is not None:
+                    raise err.__cause__ from None  # the task's own traceback, where the bug is
                 raise
             print(f"error: {err}", file=sys.stderr)
             raise SystemExit(EXIT_USER_ERROR) from None

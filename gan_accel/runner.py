@@ -13,6 +13,11 @@
 5. train; when finished, ``export()`` on the main process; ``run.finish()`` always (``finally``);
 6. one closing ``Run folder`` line naming the exports THIS run wrote.
 
+A start that fails before the first update (a refused resume, a bug in ``build()``, an epoch
+without a batch) removes what it wrote (:meth:`~gan_accel.loop.TrainingRun.discard`): the
+corrected command starts in the folder as this one found it. An exception other than a
+``UserError`` from a task's own method is reported in one line naming the method.
+
 A task declares only what differs: its config classes (``configs``), its data, its networks
 and recipe, its hooks (samples, evaluation, EMA...) and the files it writes (``outputs``, with
 how each is checked on load). ``Task.main(argv)`` is a whole training script: ``--help``,
@@ -29,7 +34,7 @@ from typing import Callable, ClassVar, Dict, List, Optional, Sequence, Tuple
 
 from .config import RunArguments, config_to_dict, parse_config, resume_policy
 from .data.fingerprint import check_run_outside_data
-from .errors import cli_entry
+from .errors import TaskMethodError, UserError, cli_entry
 from .loop.accel import print_and_save_config
 from .loop.rundir import RUN_OUTPUTS  # written by every run; a task's own outputs are added to them
 
@@ -93,7 +98,7 @@ class Task:
         if given:
             raise TypeError(f"{type(self).__name__}: unexpected configs {[type(c).__name__ for c in given]}")
         self.on_update = on_update
-        self.check_settings()
+        self.call("check_settings")
         if start:
             self.start()
 
@@ -144,8 +149,8 @@ class Task:
             check_run_outside_data(self.run_args.output_dir, config)
         self.accelerator = build_accelerator(self.run_args, self.project)
         with self.accelerator.main_process_first():
-            self.read_data()
-        self.check()
+            self.call("read_data")
+        self.call("check")
         names = (*RUN_OUTPUTS, *(o.name for o in self.outputs))
         self.run = TrainingRun(
             self.run_args,
@@ -154,24 +159,42 @@ class Task:
             accelerator=self.accelerator,
             policy=resume_policy(*self.config_types()),
             outputs=names,
-            data_fingerprint=self.data_fingerprint(),
+            data_fingerprint=self.call("data_fingerprint"),
         )
-        self._outputs_before = _stat_outputs(self.run.output_dir, self.outputs)
-        set_seed(self.run_args.seed)  # weight init
-        plan = self.build()
-        self.engine = Engine(
-            self.run,
-            plan.recipe,
-            plan.loader,
-            max_steps=plan.max_steps,
-            eval_loaders=plan.eval_loaders,
-            unit=self.unit,
-            desc=self.desc,
-        )
-        self.engine.add(*self.hooks())
-        if self.on_update is not None:
-            self.engine.add(Hook(lambda: self.on_update(self.run.state), every=1))
-        self.engine.resume()
+        try:
+            self._outputs_before = _stat_outputs(self.run.output_dir, self.outputs)
+            set_seed(self.run_args.seed)  # weight init
+            plan = self.call("build")
+            self.engine = Engine(
+                self.run,
+                plan.recipe,
+                plan.loader,
+                max_steps=plan.max_steps,
+                eval_loaders=plan.eval_loaders,
+                unit=self.unit,
+                desc=self.desc,
+            )
+            self.engine.add(*self.call("hooks"))
+            if self.on_update is not None:
+                self.engine.add(Hook(lambda: self.on_update(self.run.state), every=1))
+            self.engine.resume()
+        except BaseException:
+            self.run.discard()  # the corrected command must find the folder as this one did
+            raise
+        self._windows_at_start = self.run.state.windows
+
+    def call(self, method: str):
+        """One of the task's own methods: an exception that is not a :class:`UserError` is a bug in
+        the task, reported in one line naming the method (its traceback under ``--debug``)."""
+        try:
+            return getattr(self, method)()
+        except UserError:
+            raise
+        except Exception as err:
+            detail = " ".join(str(err).split())
+            raise TaskMethodError(
+                f"{type(self).__name__}.{method}() raised {type(err).__name__}" + (f": {detail}" if detail else "")
+            ) from err
 
     def train(self) -> Path:
         """Train, export when finished, close the run; returns the run folder."""
@@ -182,7 +205,11 @@ class Task:
             finished = self.train_engine() and run.state.step >= self.engine.max_steps
             self.train_seconds = time.perf_counter() - start
             if finished and main:
-                self.export()
+                self.call("export")
+        except BaseException:
+            if run.state.windows == self._windows_at_start:  # failed before its first update: a failed start
+                run.discard()
+            raise
         finally:
             run.finish()
         if main:  # once, and only what this run wrote

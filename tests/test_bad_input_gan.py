@@ -104,6 +104,8 @@ TRAIN_CASES = {
     "yaml lr_g .nan": (config_file("lr_g: .nan\n"), "c.yaml: --lr_g must be a finite number; got nan"),
     "yaml bad choice": (config_file("loss: wasserstein\n"), "--loss must be one of"),
     "yaml malformed": (config_file("max_steps: [1, 2\nloss: hinge\n"), "YAML/JSON"),
+    "seed negative": (["--seed", "-1"], "--seed must be an integer from 0 to 4294967295; got -1"),
+    "seed past 32 bits": (["--seed", "4294967296"], "--seed must be an integer from 0 to 4294967295"),
     "batch_size zero": (["--batch_size", "0"], "--batch_size must be > 0"),
     "max_steps zero": (["--max_steps", "0"], "--max_steps must be > 0"),
     "image_size": (["--image_size", "48"], "--image_size 48 is not supported by --arch dcgan"),

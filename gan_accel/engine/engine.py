@@ -47,6 +47,28 @@ def num_samples(batch) -> int:
     return next(v.shape[0] for v in values if torch.is_tensor(v))
 
 
+def batches_per_epoch(loader) -> Optional[int]:
+    """Batches one process gets per epoch (None: the loader has no length)."""
+    try:
+        return len(loader)
+    except TypeError:
+        return None
+
+
+def empty_epoch_message(loader, num_processes: int) -> str:
+    """Why the training loader yields no batch, naming the flag to change: an epoch without a
+    batch makes no step, and the loop would start the next one forever."""
+    try:
+        size = f"{len(loader.dataset)} samples"
+    except TypeError:
+        size = "its samples"
+    per = f" per process x {num_processes} processes" if num_processes > 1 else ""
+    batch = getattr(loader, "batch_size", None)
+    batch = f"--batch_size {batch}{per}" if batch else "the batch size"
+    full = ", full batches only" if getattr(loader, "drop_last", False) else ""
+    return f"the training data yields no batch in an epoch ({size}; {batch}{full}): lower --batch_size or add data"
+
+
 def backward_phase(accelerator, phase, step: Step, frozen: Optional[list] = None) -> Dict[str, torch.Tensor]:
     """The phase's loss (under autocast) and its backward, with the parameters of its frozen
     networks frozen: the loss may run through them but must not write their gradients
@@ -146,6 +168,9 @@ class Engine:
         self.prepared = prepare_recipe(acc, recipe, raw_opts, raw_scheds, [loader, *eval_loaders])
         self.loader = self.prepared.loaders[0]
         self.eval_loaders = self.prepared.loaders[1:]
+        if batches_per_epoch(self.loader) == 0:
+            raise UserError(empty_epoch_message(loader, acc.num_processes))
+        self._raw_loader = loader
         self.nets = Nets(self.prepared.nets)
         self.optimizers = self.prepared.optimizers
         self.schedulers = self.prepared.schedulers
@@ -242,7 +267,12 @@ class Engine:
             # fresh loader counts from 0: without this a resumed run would replay epoch 0.
             self.loader.set_epoch(epoch)
             self.sampler.set_position(epoch, state.epoch_start)
+            from_start, micro_steps = state.epoch_start == 0, state.micro_step
             yield from self.loader
+            # A whole pass without a batch (a loader without a length, so not refused when built)
+            # would loop here forever, without a step at which a signal is read.
+            if from_start and state.micro_step == micro_steps:
+                raise UserError(empty_epoch_message(self._raw_loader, self.accelerator.num_processes))
             if state.epoch == epoch:  # not already advanced by the update that ended the epoch
                 state.epoch, state.epoch_start = epoch + 1, 0
 

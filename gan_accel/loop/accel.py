@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Optional, Sequence
 
@@ -23,8 +24,9 @@ def build_accelerator(run: RunArguments, project_name: str) -> Accelerator:
     ``broadcast_buffers=False``: a D with BatchNorm runs two forwards (real, fake) before one
     backward; buffer broadcasting between them raises an in-place error on CUDA (pytorch #22095).
     """
+    world_size = launched_processes()
     accelerator = Accelerator(
-        cpu=run.cpu,
+        cpu=run.cpu or (world_size > 1 and not accelerator_available()),
         mixed_precision=run.mixed_precision,
         gradient_accumulation_steps=run.gradient_accumulation_steps,
         log_with=run.trackers or None,
@@ -35,7 +37,30 @@ def build_accelerator(run: RunArguments, project_name: str) -> Accelerator:
         # Batches from pinned host memory (streamed image data, CUDA) are copied asynchronously.
         dataloader_config=DataLoaderConfiguration(non_blocking=True),
     )
+    if accelerator.num_processes != world_size:
+        raise UserError(
+            f"the launcher started {world_size} processes (WORLD_SIZE), but they did not form one run "
+            f"({accelerator.num_processes} process(es) each); launch with `accelerate launch --num_processes "
+            f"{world_size}` or torchrun, and check the accelerate config"
+        )
     return accelerator
+
+
+def launched_processes() -> int:
+    """The processes a launcher (torchrun, accelerate launch, srun via torchrun) started: WORLD_SIZE."""
+    try:
+        return max(int(os.environ.get("WORLD_SIZE", "1")), 1)
+    except ValueError:
+        return 1
+
+
+def accelerator_available() -> bool:
+    """A GPU (or other torch accelerator) is present. Without one, Accelerate forms a multi-process
+    run only when asked for the CPU: otherwise each of torchrun's N processes trains alone, all in
+    one run folder."""
+    import torch
+
+    return torch.accelerator.is_available()
 
 
 def prepare_output_dir(

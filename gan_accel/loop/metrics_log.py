@@ -10,6 +10,7 @@ import json
 import math
 import os
 import statistics
+import sys
 import time
 from pathlib import Path
 from typing import Dict, Optional, Union
@@ -60,6 +61,11 @@ class MetricsLogger:
             unit="step",
             dynamic_ncols=True,
             disable=not accelerator.is_local_main_process or tqdm_disabled_by_env(),
+        )
+        # Without a bar on screen (TQDM_DISABLE=1, or stderr is a file or pipe: a batch job's log),
+        # each log line is also printed, or stdout shows nothing between the config and the end.
+        self.print_lines = accelerator.is_local_main_process and (
+            tqdm_disabled_by_env() or not _is_terminal(sys.stderr)
         )
         self.write_failed = False
 
@@ -132,9 +138,24 @@ class MetricsLogger:
             if k.startswith("loss/") or k.startswith("throughput/")
         }
         self.bar.set_postfix({k: f"{v:.3g}" for k, v in short.items()}, refresh=False)
+        if self.print_lines:  # no bar on a terminal to keep clear of (tqdm.write would redraw it on stderr)
+            print(log_line(step, self.bar.total, short), flush=True)
 
     def close(self) -> None:
         self.bar.close()
+
+
+def log_line(step: int, total: Optional[int], values: Dict[str, float]) -> str:
+    """``step 20/400  D 0.693  G 0.712  img_per_s 512``: the bar's figures as one printed line."""
+    figures = "".join(f"  {k.split('/')[-1]} {v:.4g}" for k, v in values.items())
+    return f"step {step}/{total}{figures}" if total else f"step {step}{figures}"
+
+
+def _is_terminal(stream) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):  # replaced by an object without it, or closed
+        return False
 
 
 def tqdm_disabled_by_env() -> bool:

@@ -32,12 +32,13 @@ from tqdm.auto import tqdm
 from ..config import RENAMED_FIELDS, RunArguments, resume_changes
 from ..errors import UserError
 from . import hparams
-from .accel import build_accelerator, prepare_output_dir, print_and_save_config
+from .accel import RUN_MARKER, build_accelerator, prepare_output_dir, print_and_save_config
 from .checkpoint import STATE_FILE, CheckpointManager
 from .guard import NonFiniteGuard
 from .lock import RunLock
 from .metrics_log import METRICS_FILE, MetricsLogger, drop_lines_after
 from .plots import metrics_version, plot_run_safely
+from .rundir import RUN_OUTPUTS, folder_contents, topmost_missing, undo_start
 from .signals import GracefulStop
 from .state import TrainState
 from .trackers import init_trackers
@@ -85,7 +86,32 @@ class TrainingRun:
             self.checkpoints.verify(self.resume_path)  # every rank: each must fail the same way
             self.data_note = self.checkpoints.check_data(self.resume_path, run.allow_data_change)
         self.lock = RunLock(Path(run.output_dir))
+        main = self.accelerator.is_main_process
+        created = topmost_missing(Path(run.output_dir)) if main else None
         self.output_dir = prepare_output_dir(self.accelerator, run, self.lock, outputs)
+        self.outputs = tuple(outputs or RUN_OUTPUTS)
+        self.found = folder_contents(self.output_dir, created, RUN_MARKER) if main else None
+        self.logger: Optional[MetricsLogger] = None
+        self.discarded = False
+        try:
+            self._start_writing()
+        except BaseException:
+            self.discard()
+            raise
+        self.print(
+            f"accelerator.device: {self.accelerator.device}  processes: {self.accelerator.num_processes}  "
+            f"mixed_precision: {self.accelerator.mixed_precision}"
+        )
+        self.state = TrainState()
+        self.guard = NonFiniteGuard(self.state, run.max_nonfinite_steps, latest_checkpoint=self.checkpoints.latest)
+        self.stop = GracefulStop(self.accelerator)
+        self.stopped_by_signal = False
+        self._last_plot = -math.inf
+        self._plotted_version = None  # metrics.jsonl's (size, mtime) when last drawn
+
+    def _start_writing(self) -> None:
+        """What a start writes in the locked run folder before its first update."""
+        run = self.args
         if self.resume_path is None and run.resume_from_checkpoint == "latest":
             # A re-queued job whose first attempt died before its first checkpoint: its lines are
             # set aside, or the fresh run's steps 1, 2, ... would follow them in the same file.
@@ -94,19 +120,8 @@ class TrainingRun:
             )
             self._set_aside_lines_after(0)
         if run.trackers:  # before config.json marks the folder as a run's: a tracker that fails leaves it reusable
-            init_trackers(self.accelerator, project, _tracker_config(config), self.output_dir)
-        print_and_save_config(self.accelerator, config, self.output_dir)
-        self.print(
-            f"accelerator.device: {self.accelerator.device}  processes: {self.accelerator.num_processes}  "
-            f"mixed_precision: {self.accelerator.mixed_precision}"
-        )
-        self.state = TrainState()
-        self.guard = NonFiniteGuard(self.state, run.max_nonfinite_steps, latest_checkpoint=self.checkpoints.latest)
-        self.stop = GracefulStop(self.accelerator)
-        self.logger: Optional[MetricsLogger] = None
-        self.stopped_by_signal = False
-        self._last_plot = -math.inf
-        self._plotted_version = None  # metrics.jsonl's (size, mtime) when last drawn
+            init_trackers(self.accelerator, self.project, _tracker_config(self.config), self.output_dir)
+        print_and_save_config(self.accelerator, self.config, self.output_dir)
 
     def print(self, *args) -> None:
         """Print on the local main process, above the progress bar rather than onto it."""
@@ -251,10 +266,22 @@ class TrainingRun:
             self.logger.close()
         self.lock.release()
 
+    def discard(self) -> None:
+        """A start that failed (or a run that failed before its first update): remove what it wrote
+        in the run folder (:func:`~gan_accel.loop.rundir.undo_start`), so the corrected command
+        starts there, and free the folder."""
+        if self.logger is not None:
+            self.logger.close()
+        if self.found is not None:
+            undo_start(self.output_dir, self.found, self.outputs, RUN_MARKER)
+        self.lock.release()
+        self.discarded = True
+
     def finish(self) -> None:
         if self.logger is not None:
             self.logger.close()
-        self.plot()
+        if not self.discarded:
+            self.plot()
         self.accelerator.wait_for_everyone()
         self.accelerator.end_training()
         self.lock.release()
