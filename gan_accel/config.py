@@ -264,7 +264,8 @@ class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
 
 
 def _parser_class():
-    """HfArgumentParser, with our own field metadata (the resume policy) kept out of argparse."""
+    """HfArgumentParser, with our own field metadata (the resume policy, what a run reads) kept
+    out of argparse."""
     import copy
     from types import MappingProxyType
 
@@ -274,7 +275,7 @@ def _parser_class():
         @staticmethod
         def _parse_dataclass_field(parser, f: dataclasses.Field):
             f = copy.copy(f)
-            f.metadata = MappingProxyType({k: v for k, v in f.metadata.items() if k != "resume"})
+            f.metadata = MappingProxyType({k: v for k, v in f.metadata.items() if k not in ("resume", "reads")})
             return HfArgumentParser._parse_dataclass_field(parser, f)
 
     return Parser

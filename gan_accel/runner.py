@@ -21,14 +21,16 @@ how each is checked on load). ``Task.main(argv)`` is a whole training script: ``
 
 from __future__ import annotations
 
+import importlib
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Callable, ClassVar, Dict, List, Optional, Sequence, Tuple
+from typing import Callable, ClassVar, Dict, FrozenSet, List, Optional, Sequence, Tuple
 
 from .config import RunArguments, config_to_dict, parse_config, resume_policy
-from .data.fingerprint import check_run_outside_data
+from .data.fingerprint import FOLDER_DATASETS
+from .data.paths import check_folders
 from .errors import cli_entry
 from .loop.accel import print_and_save_config
 from .loop.rundir import RUN_OUTPUTS  # written by every run; a task's own outputs are added to them
@@ -60,6 +62,23 @@ class Plan:
 
 OnUpdate = Callable[[object], None]
 
+# What some run replaces at the top of its folder; every Task subclass adds its outputs.
+_DECLARED_OUTPUTS = set(RUN_OUTPUTS)
+BUILT_IN_TASKS = (
+    "gan_accel.gan.trainer",
+    "gan_accel.cyclegan.trainer",
+    "gan_accel.classifier.train",
+    "gan_accel.classifier.distill.train",
+)
+
+
+def declared_outputs() -> FrozenSet[str]:
+    """Every name a run of a known task replaces in its folder (a command that writes under
+    another run's folder must keep out of them: gan_accel.data.paths.check_folders)."""
+    for module in BUILT_IN_TASKS:
+        importlib.import_module(module)
+    return frozenset(_DECLARED_OUTPUTS)
+
 
 class Task:
     """Subclass and declare; the runner's sequence (``start``, ``train``) is not overridden."""
@@ -69,6 +88,10 @@ class Task:
     outputs: ClassVar[Tuple[Output, ...]] = ()
     unit: ClassVar[str] = "sample"  # what the progress bar counts
     desc: ClassVar[str] = "train"
+
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        _DECLARED_OUTPUTS.update(output.name for output in cls.outputs)
 
     def __init__(self, *configs, on_update: Optional[OnUpdate] = None, start: bool = True) -> None:
         """``configs``: one instance of each of ``configs``' classes and a :class:`RunArguments`,
@@ -95,6 +118,26 @@ class Task:
 
     def config_values(self) -> tuple:
         return tuple(getattr(self, attr) for attr in (*self.configs, "run_args"))
+
+    def read_paths(self) -> Dict[str, str]:
+        """``--flag`` -> path of each file or folder the run reads: the config fields whose
+        metadata says ``reads`` (``"folder dataset"``: only when ``--dataset`` is a folder; a
+        torchvision root is a download cache) and whose value exists here (not a Hub name)."""
+        found = {}
+        for config in self.config_values():
+            for spec in fields(config):
+                reads = spec.metadata.get("reads")
+                value = getattr(config, spec.name)
+                if not reads or not value or not Path(value).exists():
+                    continue
+                if reads == "folder dataset" and getattr(config, "dataset", None) not in FOLDER_DATASETS:
+                    continue
+                found[f"--{spec.name}"] = value
+        return found
+
+    def output_names(self) -> Tuple[str, ...]:
+        """What a run writes or replaces at the top of its folder (what ``--overwrite_output_dir`` removes)."""
+        return (*RUN_OUTPUTS, *(o.name for o in self.outputs))
 
     # ---- what a task declares (override) ----------------------------------------------
     def check_settings(self) -> None:
@@ -132,20 +175,25 @@ class Task:
         from .engine import Engine, Hook
         from .loop import TrainingRun, build_accelerator
 
-        for config in self.config_values():  # a run folder inside a data folder would become training data
-            check_run_outside_data(self.run_args.output_dir, config)
+        # A run folder inside a data folder would become training data; data inside samples/ or
+        # generator/ would be rewritten by the run, or deleted by --overwrite_output_dir.
+        out = self.run_args.output_dir
+        check_folders(
+            self.read_paths(),
+            {"--output_dir": out},
+            {"--output_dir": [Path(out) / name for name in self.output_names()]},
+        )
         self.accelerator = build_accelerator(self.run_args, self.project)
         with self.accelerator.main_process_first():
             self.read_data()
         self.check()
-        names = (*RUN_OUTPUTS, *(o.name for o in self.outputs))
         self.run = TrainingRun(
             self.run_args,
             config_to_dict(*self.config_values()),
             project=self.project,
             accelerator=self.accelerator,
             policy=resume_policy(*self.config_types()),
-            outputs=names,
+            outputs=self.output_names(),
             data_fingerprint=self.data_fingerprint(),
         )
         self._outputs_before = _stat_outputs(self.run.output_dir, self.outputs)

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from gan_accel.config import check_choice, check_positive, choice, parse_config
+from gan_accel.data.paths import check_folders
 from gan_accel.errors import ConfigError, UserError, cli_entry
 from gan_accel.sampling import TRUNCATION_MODES
 
@@ -162,6 +163,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         seed_latent,
     )
 
+    check_folders({"--generator": args.generator}, {"--output_dir": args.output_dir, "--grid": args.grid})
     G = load_generator(args.generator)
     num_classes = G.num_classes
     check_conditional_flags(args, num_classes)

@@ -1,0 +1,144 @@
+"""One rule for what a command reads and what it writes (gan_accel.data.paths.check_folders), in
+both directions: a write target inside an input, an input inside a folder a write replaces, and a
+write target inside a folder another run replaces. Each refusal is one line naming both flags,
+made before anything is read or written."""
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from gan_accel.data.paths import check_folders, owning_run
+from gan_accel.errors import UserError
+from helpers import TINY_GAN, load_script, write_png
+from run_fixtures import snapshot, user_error
+
+train_gan = load_script("train_gan").main
+sample_gan = load_script("sample_gan").main
+evaluate_gan = load_script("evaluate_gan").main
+
+
+def images(folder: Path, count: int = 4) -> Path:
+    for i in range(count):
+        write_png(folder / f"{i:03d}.png", np.full((16, 16), 40 * i, dtype=np.uint8), mode="L")
+    return folder
+
+
+def fake_run(folder: Path) -> Path:
+    """What marks a folder as a training run's: config.json with metrics or checkpoints."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "config.json").write_text("{}\n")
+    (folder / "metrics.jsonl").write_text("")
+    return folder
+
+
+# (reads, writes, replaces) relative to the test folder -> the words of the refusal (None: allowed)
+CASES = {
+    "output is the data": ({"--data_dir": "data"}, {"--output_dir": "data"}, {}, "is the same as --data_dir"),
+    "output inside the data": ({"--data_dir": "data"}, {"--output_dir": "data/run1"}, {}, "is inside --data_dir"),
+    "output via ..": ({"--data_dir": "data"}, {"--output_dir": "other/../data"}, {}, "is the same as --data_dir"),
+    "output beside the data": ({"--data_dir": "data"}, {"--output_dir": "data-run"}, {}, None),
+    "data inside what the run replaces": (
+        {"--data_dir": "proj/samples"},
+        {"--output_dir": "proj"},
+        {"--output_dir": ["proj/samples", "proj/generator"]},
+        "--data_dir proj/samples: is the same as proj/samples, which --output_dir proj writes into or replaces",
+    ),
+    "data deep inside what the run replaces": (
+        {"--data_dir": "proj/generator/x"},
+        {"--output_dir": "proj"},
+        {"--output_dir": ["proj/samples", "proj/generator"]},
+        "is inside proj/generator, which --output_dir proj",
+    ),
+    "data beside what the run replaces": (
+        {"--data_dir": "proj/photos"},
+        {"--output_dir": "proj"},
+        {"--output_dir": ["proj/samples", "proj/generator"]},
+        None,
+    ),
+    "missing flags are skipped": ({"--data_dir": None}, {"--output_dir": None}, {}, None),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_check_folders(tmp_path, monkeypatch, case):
+    monkeypatch.chdir(tmp_path)
+    reads, writes, replaces, words = CASES[case]
+    if words is None:
+        check_folders(reads, writes, replaces)
+        return
+    with pytest.raises(UserError) as info:
+        check_folders(reads, writes, replaces)
+    assert words in str(info.value) and "\n" not in str(info.value)
+
+
+def test_symlinks_are_resolved(tmp_path):
+    images(tmp_path / "data")
+    os.symlink(tmp_path / "data", tmp_path / "link")
+    with pytest.raises(UserError, match="is inside --data_dir"):
+        check_folders({"--data_dir": str(tmp_path / "data")}, {"--output_dir": str(tmp_path / "link" / "run")})
+
+
+def test_what_another_run_replaces_is_refused_and_the_rest_of_its_folder_is_not(tmp_path):
+    run = fake_run(tmp_path / "R")
+    assert owning_run(run / "samples" / "x") == (run.resolve(), "samples")
+    assert owning_run(run / "png") is None  # the README's place for the user's own files
+    assert owning_run(run) is None  # the run folder itself (a resume)
+    assert owning_run(tmp_path / "generator") is None  # not in a run folder: an export of its own
+    with pytest.raises(UserError, match=r"--output_dir .*R/generator: inside .*R/generator, which the run in"):
+        check_folders({}, {"--output_dir": str(run / "generator")})
+    check_folders({}, {"--output_dir": str(run / "png")})
+
+
+def test_training_on_a_folder_the_run_writes_is_refused(tmp_path, capsys):
+    """The tester's lost data: --data_dir proj/samples --output_dir proj --overwrite_output_dir on a
+    folder holding an earlier run deleted the 40 images (only 'output inside data' was checked)."""
+    proj = fake_run(tmp_path / "proj")
+    images(proj / "samples" / "a")
+    images(proj / "samples" / "b")
+    before = snapshot(tmp_path)
+    argv = [*TINY_GAN, "--dataset", "folder", "--data_dir", str(proj / "samples")]
+    line = user_error(train_gan, [*argv, "--output_dir", str(proj), "--overwrite_output_dir"], capsys)
+    assert f"--data_dir {proj / 'samples'}: is the same as {proj / 'samples'}, which --output_dir {proj}" in line
+    assert snapshot(tmp_path) == before
+
+
+def test_training_into_another_runs_export_is_refused(tmp_path, capsys):
+    run = fake_run(tmp_path / "R")
+    line = user_error(train_gan, [*TINY_GAN, "--output_dir", str(run / "generator")], capsys)
+    assert "which the run in" in line and not (run / "generator").exists()
+
+
+@pytest.mark.parametrize("where", ["generator", "samples"])
+def test_sampling_into_a_runs_export_is_refused(tmp_path, capsys, where):
+    """sample-gan --generator R/generator --output_dir R/generator: the next export of R swapped the
+    folder and the PNGs, seeds.json and the grid were gone (R/samples: --overwrite_output_dir)."""
+    run = fake_run(tmp_path / "R")
+    (run / "generator").mkdir()
+    (run / "generator" / "config.json").write_text("{}\n")  # checked before the generator is read
+    before = snapshot(tmp_path)
+    argv = ["--generator", str(run / "generator"), "--num_images", "2", "--output_dir", str(run / where)]
+    line = user_error(sample_gan, argv, capsys)
+    assert "--output_dir" in line and ("--generator" in line or "which the run in" in line), line
+    assert snapshot(tmp_path) == before
+
+
+def test_sampling_grid_inside_the_generator_is_refused(tmp_path, capsys):
+    gen = tmp_path / "gen"
+    gen.mkdir()
+    argv = ["--generator", str(gen), "--num_images", "2", "--output_dir", str(tmp_path / "out")]
+    line = user_error(sample_gan, [*argv, "--grid", str(gen / "grid.png")], capsys)
+    assert f"--grid {gen / 'grid.png'}: is inside --generator {gen}" in line
+    assert not (tmp_path / "out").exists()
+
+
+def test_evaluating_into_the_data_folder_is_refused(tmp_path, capsys):
+    data = images(tmp_path / "data" / "a")
+    gen = tmp_path / "gen"
+    gen.mkdir()
+    before = snapshot(tmp_path)
+    argv = ["--generator", str(gen), "--dataset", "folder", "--data_dir", str(data.parent)]
+    line = user_error(evaluate_gan, [*argv, "--output_dir", str(data / "eval")], capsys)
+    assert "is inside --data_dir" in line  # nearest.png would become a training image
+    assert snapshot(tmp_path) == before
