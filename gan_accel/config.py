@@ -102,7 +102,7 @@ class RunArguments:
         default=None,
         metadata={
             "resume": FREE,
-            "help": "'latest' (the newest complete checkpoint in --output_dir, or a fresh start if none) or a checkpoint folder.",
+            "help": "'latest' (the newest complete checkpoint in --output_dir, or a fresh start if none) or a checkpoint folder. A run stopped by Ctrl-C or SIGTERM saves a checkpoint and exits with 128 + the signal's number (130, 143), so `train && sample` samples no unfinished run.",
         },
     )
     allow_data_change: bool = field(

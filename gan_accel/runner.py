@@ -227,6 +227,12 @@ class Task:
             run.finish()
         if main:  # once, and only what this run wrote
             print(closing_line(run.output_dir, self.written()), flush=True)
+            if run.stopped_by_signal:
+                print(
+                    f"Stopped by a signal at step {run.state.step} (checkpoint saved), exit code {run.exit_code()}: "
+                    "continue with --resume_from_checkpoint latest",
+                    flush=True,
+                )
         return run.output_dir
 
     def written(self) -> List[Output]:
@@ -248,7 +254,8 @@ class Task:
 
     @classmethod
     def main(cls, argv: Optional[Sequence[str]] = None, description: str = "") -> int:
-        """A training script: parse flags (and ``--config``), ``--dry_run`` or train."""
+        """A training script: parse flags (and ``--config``), ``--dry_run`` or train. Returns 0, or
+        128 + the signal's number when a signal stopped the run (``gan_accel.loop.signals``)."""
         configs = parse_config(cls.config_types(), argv, description=description or cls.__doc__ or "")
         task = cls(*cls.resolve_settings(configs, argv), start=False)
         if task.run_args.dry_run:
@@ -256,7 +263,7 @@ class Task:
             return 0
         task.start()
         task.train()
-        return 0
+        return task.run.exit_code()  # non-zero after a signal: the run stopped before its end
 
     @classmethod
     def script(cls, description: str = "") -> Callable[[Optional[Sequence[str]]], int]:

@@ -38,7 +38,7 @@ from .guard import NonFiniteGuard
 from .lock import RunLock
 from .metrics_log import METRICS_FILE, MetricsLogger, drop_lines_after
 from .plots import metrics_version, plot_run_safely
-from .signals import GracefulStop
+from .signals import GracefulStop, signal_exit_code
 from .state import TrainState
 from .trackers import init_trackers
 
@@ -243,6 +243,10 @@ class TrainingRun:
             self.stopped_by_signal = True
             return True
         return False
+
+    def exit_code(self) -> int:
+        """0, or 128 + the signal's number when a signal stopped the run before its end."""
+        return signal_exit_code(self.stop.signum) if self.stopped_by_signal else 0
 
     def abort(self) -> None:
         """On an error: close the progress bar so the error message starts on its own line, and
