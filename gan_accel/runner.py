@@ -22,6 +22,7 @@ how each is checked on load). ``Task.main(argv)`` is a whole training script: ``
 from __future__ import annotations
 
 import importlib
+import json
 import os
 import time
 from dataclasses import dataclass, fields
@@ -33,6 +34,7 @@ from .data.fingerprint import FOLDER_DATASETS
 from .data.paths import check_folders
 from .errors import cli_entry
 from .loop.accel import print_and_save_config
+from .loop.atomic import write_json_durable
 from .loop.rundir import RUN_OUTPUTS  # written by every run; a task's own outputs are added to them
 
 
@@ -61,6 +63,7 @@ class Plan:
 
 
 OnUpdate = Callable[[object], None]
+EXPORTS_FILE = "exported.json"  # in the final checkpoint: what its export wrote (name -> inode, mtime, size)
 
 # What some run replaces at the top of its folder; every Task subclass adds its outputs.
 _DECLARED_OUTPUTS = set(RUN_OUTPUTS)
@@ -219,10 +222,14 @@ class Task:
         main = run.accelerator.is_main_process
         try:
             start = time.perf_counter()
+            start_step = run.state.step
             finished = self.train_engine() and run.state.step >= self.engine.max_steps
             self.train_seconds = time.perf_counter() - start
-            if finished and main:
+            if finished and main and run.state.step == start_step and self.exports_unchanged():
+                run.print(f"Nothing trained past step {start_step}: its exports are left as they were")
+            elif finished and main:
                 self.export()
+                self.record_exports()
         finally:
             run.finish()
         if main:  # once, and only what this run wrote
@@ -234,6 +241,24 @@ class Task:
                     flush=True,
                 )
         return run.output_dir
+
+    def exports_unchanged(self) -> bool:
+        """Whether the checkpoint this run resumed was exported and its exports are still there,
+        as they were (a run killed before or during its export has no record: it exports)."""
+        path = self.run.resume_path
+        if path is None or not (path / EXPORTS_FILE).is_file():
+            return False
+        recorded = json.loads((path / EXPORTS_FILE).read_text())
+        now = _stat_outputs(self.run.output_dir, [o for o in self.outputs if o.name in recorded])
+        return bool(recorded) and all(now[name] is not None and list(now[name]) == recorded[name] for name in recorded)
+
+    def record_exports(self) -> None:
+        """Note in the final checkpoint what its export wrote, so that a resume that trains
+        nothing leaves it as it is (``exports_unchanged``)."""
+        checkpoint = self.run.checkpoints.root / f"step_{self.run.state.step:08d}"
+        now = _stat_outputs(self.run.output_dir, self.outputs)
+        if checkpoint.is_dir():
+            write_json_durable(checkpoint / EXPORTS_FILE, {o.name: list(now[o.name]) for o in self.written()})
 
     def written(self) -> List[Output]:
         """The exports this run wrote (created or replaced since it started)."""
