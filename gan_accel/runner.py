@@ -35,7 +35,7 @@ from .data.paths import check_folders
 from .errors import cli_entry
 from .loop.accel import print_and_save_config
 from .loop.atomic import write_json_durable
-from .loop.rundir import RUN_OUTPUTS  # written by every run; a task's own outputs are added to them
+from .loop.rundir import GRIDS, RUN_OUTPUTS  # written by every run; a task's own outputs are added to them
 
 
 @dataclass(frozen=True)
@@ -198,6 +198,7 @@ class Task:
             policy=resume_policy(*self.config_types()),
             outputs=self.output_names(),
             data_fingerprint=self.data_fingerprint(),
+            exports=[o.name for o in self.outputs if o.kind == "export" and o.name != GRIDS],
         )
         self._outputs_before = _stat_outputs(self.run.output_dir, self.outputs)
         set_seed(self.run_args.seed)  # weight init
