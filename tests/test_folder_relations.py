@@ -8,6 +8,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gan_accel.data.paths import check_folders, owning_run
 from gan_accel.errors import UserError
@@ -22,6 +24,14 @@ evaluate_gan = load_script("evaluate_gan").main
 def images(folder: Path, count: int = 4) -> Path:
     for i in range(count):
         write_png(folder / f"{i:03d}.png", np.full((16, 16), 40 * i, dtype=np.uint8), mode="L")
+    return folder
+
+
+def tiny_export(folder: Path) -> Path:
+    from gan_accel.models import build_models, save_generator
+
+    G, _ = build_models("dcgan", z_dim=8, channels=1, image_size=16, g_channels=8, d_channels=8, d_norm="none")
+    save_generator(G, folder)
     return folder
 
 
@@ -80,6 +90,32 @@ def test_symlinks_are_resolved(tmp_path):
         check_folders({"--data_dir": str(tmp_path / "data")}, {"--output_dir": str(tmp_path / "link" / "run")})
 
 
+SEGMENTS = st.lists(st.sampled_from(["a", "b", "link", "..", "."]), min_size=1, max_size=4)
+
+
+@settings(max_examples=200, deadline=None)
+@given(read=SEGMENTS, write=SEGMENTS)
+def test_refused_exactly_when_the_target_resolves_into_the_input(tmp_path_factory, read, write):
+    """Generated paths through a symlink (link -> a) and '..': the check refuses exactly when
+    os.path.realpath puts the write target at or under the input."""
+    root = tmp_path_factory.getbasetemp() / "relations"
+    if not root.exists():
+        (root / "a" / "b").mkdir(parents=True)
+        (root / "b").mkdir()
+        os.symlink(root / "a", root / "link")
+    source = os.path.join(root, *read)
+    target = os.path.join(root, *write)
+    real_source, real_target = os.path.realpath(source), os.path.realpath(target)
+    inside = os.path.commonpath([real_source, real_target]) == real_source
+    try:
+        check_folders({"--data_dir": source}, {"--output_dir": target})
+        refused = False
+    except UserError as err:
+        refused = True
+        assert "\n" not in str(err) and "--data_dir" in str(err) and "--output_dir" in str(err)
+    assert refused == inside, (source, target)
+
+
 def test_what_another_run_replaces_is_refused_and_the_rest_of_its_folder_is_not(tmp_path):
     run = fake_run(tmp_path / "R")
     assert owning_run(run / "samples" / "x") == (run.resolve(), "samples")
@@ -115,8 +151,7 @@ def test_sampling_into_a_runs_export_is_refused(tmp_path, capsys, where):
     """sample-gan --generator R/generator --output_dir R/generator: the next export of R swapped the
     folder and the PNGs, seeds.json and the grid were gone (R/samples: --overwrite_output_dir)."""
     run = fake_run(tmp_path / "R")
-    (run / "generator").mkdir()
-    (run / "generator" / "config.json").write_text("{}\n")  # checked before the generator is read
+    tiny_export(run / "generator")
     before = snapshot(tmp_path)
     argv = ["--generator", str(run / "generator"), "--num_images", "2", "--output_dir", str(run / where)]
     line = user_error(sample_gan, argv, capsys)
@@ -125,8 +160,7 @@ def test_sampling_into_a_runs_export_is_refused(tmp_path, capsys, where):
 
 
 def test_sampling_grid_inside_the_generator_is_refused(tmp_path, capsys):
-    gen = tmp_path / "gen"
-    gen.mkdir()
+    gen = tiny_export(tmp_path / "gen")
     argv = ["--generator", str(gen), "--num_images", "2", "--output_dir", str(tmp_path / "out")]
     line = user_error(sample_gan, [*argv, "--grid", str(gen / "grid.png")], capsys)
     assert f"--grid {gen / 'grid.png'}: is inside --generator {gen}" in line
@@ -135,8 +169,7 @@ def test_sampling_grid_inside_the_generator_is_refused(tmp_path, capsys):
 
 def test_evaluating_into_the_data_folder_is_refused(tmp_path, capsys):
     data = images(tmp_path / "data" / "a")
-    gen = tmp_path / "gen"
-    gen.mkdir()
+    gen = tiny_export(tmp_path / "gen")
     before = snapshot(tmp_path)
     argv = ["--generator", str(gen), "--dataset", "folder", "--data_dir", str(data.parent)]
     line = user_error(evaluate_gan, [*argv, "--output_dir", str(data / "eval")], capsys)

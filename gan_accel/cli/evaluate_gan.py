@@ -126,11 +126,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
     # The generator first (seconds): its own config.json fixes the image size and channels, and
     # a conflicting flag must fail before the minutes of domain-classifier training.
+    G = load_generator(args.generator)
     if args.output_dir and not is_within(args.output_dir, args.generator):
         # The default, the generator folder itself, is where its results belong.
         data_dir = args.data_dir if args.dataset in FOLDER_DATASETS else None
         check_folders({"--generator": args.generator, "--data_dir": data_dir}, {"--output_dir": args.output_dir})
-    G = load_generator(args.generator)
     for flag in ("image_size", "channels"):
         given = getattr(args, flag)
         own = getattr(G, flag)

@@ -163,8 +163,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         seed_latent,
     )
 
+    G = load_generator(args.generator)  # first: it says when --generator is a run folder, not an export
     check_folders({"--generator": args.generator}, {"--output_dir": args.output_dir, "--grid": args.grid})
-    G = load_generator(args.generator)
     num_classes = G.num_classes
     check_conditional_flags(args, num_classes)
     seeds = args.seed_list

@@ -16,6 +16,7 @@ a hand-written loop can too::
                 run.save(write_extra)
                 break
     run.finish()                                              # close the bar, end trackers
+    raise SystemExit(run.exit_code())                         # 128 + the signal's number after a signal
 """
 
 from __future__ import annotations
