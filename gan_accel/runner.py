@@ -1,7 +1,8 @@
 """One run, declared once: every task (GAN, CycleGAN, classifier, distillation, yours) is a
 :class:`Task` that this runner executes, always in this order:
 
-1. build the accelerator;
+1. the folders: nothing the run writes or replaces (``outputs``) may hold what it reads (config
+   fields whose metadata says ``reads``), nor lie inside it; then build the accelerator;
 2. ``read_data()`` under ``main_process_first`` (one process downloads/decodes, the others read
    its cache), then ``check()``: a bad file, flag or size fails here, before the run folder is
    touched;
@@ -9,9 +10,11 @@
    settings by each field's resume policy, every file), the folder is locked, and
    ``--overwrite_output_dir`` clears what the task declares it writes (``outputs``);
 4. the seed, then ``build()`` (networks, recipe, loaders) on the engine, ``hooks()`` added,
-   resume;
-5. train; when finished, ``export()`` on the main process; ``run.finish()`` always (``finally``);
-6. one closing ``Run folder`` line naming the exports THIS run wrote.
+   resume (from an older checkpoint than the newest: the abandoned branch is set aside);
+5. train; when finished, ``export()`` on the main process (not again when a resume trained
+   nothing and the checkpoint's exports are as it recorded them); ``run.finish()`` always;
+6. one closing ``Run folder`` line naming the exports THIS run wrote; the command exits 0, or
+   128 + the signal's number when a signal stopped the run.
 
 A task declares only what differs: its config classes (``configs``), its data, its networks
 and recipe, its hooks (samples, evaluation, EMA...) and the files it writes (``outputs``, with
