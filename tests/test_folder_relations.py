@@ -175,3 +175,28 @@ def test_evaluating_into_the_data_folder_is_refused(tmp_path, capsys):
     line = user_error(evaluate_gan, [*argv, "--output_dir", str(data / "eval")], capsys)
     assert "is inside --data_dir" in line  # nearest.png would become a training image
     assert snapshot(tmp_path) == before
+
+
+def test_what_a_run_reads_is_declared_on_its_config_fields(tmp_path):
+    """Fields with metadata 'reads'; a torchvision root (--dataset mnist --data_dir) is a download
+    cache, not data a run folder must keep out of, and a Hub model name is no local path."""
+    from gan_accel.classifier.config import ClassifierDataArguments, ClassifierModelArguments
+    from gan_accel.classifier.train import ClassifierTrainer
+    from gan_accel.config import RunArguments
+    from gan_accel.gan.config import GANDataArguments
+    from gan_accel.gan.trainer import GANTrainer
+
+    data = images(tmp_path / "data" / "a").parent
+    run = RunArguments(output_dir=str(tmp_path / "run"))
+    folder = GANTrainer(GANDataArguments(dataset="folder", data_dir=str(data)), run, start=False)
+    assert folder.read_paths() == {"--data_dir": str(data)}
+    mnist = GANTrainer(GANDataArguments(dataset="mnist", data_dir=str(data)), run, start=False)
+    assert mnist.read_paths() == {}
+    (tmp_path / "train.csv").write_text("text,label\na,x\n")
+    (tmp_path / "dev.csv").write_text("text,label\nb,x\n")
+    texts = ClassifierDataArguments(train_file=str(tmp_path / "train.csv"), validation_file=str(tmp_path / "dev.csv"))
+    classifier = ClassifierTrainer(texts, ClassifierModelArguments(model_name_or_path="org/model"), run, start=False)
+    assert classifier.read_paths() == {
+        "--train_file": str(tmp_path / "train.csv"),
+        "--validation_file": str(tmp_path / "dev.csv"),
+    }
