@@ -112,7 +112,7 @@ class RunArguments:
         default=None,
         metadata={
             "resume": FREE,
-            "help": "'latest' (the newest complete checkpoint in --output_dir, or a fresh start if none) or a checkpoint folder.",
+            "help": "'latest' (the newest complete checkpoint in --output_dir, or a fresh start if none) or a checkpoint folder. A run stopped by Ctrl-C or SIGTERM saves a checkpoint and exits with 128 + the signal's number (130, 143), so `train && sample` samples no unfinished run.",
         },
     )
     allow_data_change: bool = field(
@@ -282,7 +282,8 @@ class _HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefa
 
 
 def _parser_class():
-    """HfArgumentParser, with our own field metadata (the resume policy) kept out of argparse."""
+    """HfArgumentParser, with our own field metadata (the resume policy, what a run reads) kept
+    out of argparse."""
     import copy
     from types import MappingProxyType
 
@@ -292,7 +293,7 @@ def _parser_class():
         @staticmethod
         def _parse_dataclass_field(parser, f: dataclasses.Field):
             f = copy.copy(f)
-            f.metadata = MappingProxyType({k: v for k, v in f.metadata.items() if k != "resume"})
+            f.metadata = MappingProxyType({k: v for k, v in f.metadata.items() if k not in ("resume", "reads")})
             return HfArgumentParser._parse_dataclass_field(parser, f)
 
     return Parser

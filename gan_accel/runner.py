@@ -1,7 +1,8 @@
 """One run, declared once: every task (GAN, CycleGAN, classifier, distillation, yours) is a
 :class:`Task` that this runner executes, always in this order:
 
-1. build the accelerator;
+1. the folders: nothing the run writes or replaces (``outputs``) may hold what it reads (config
+   fields whose metadata says ``reads``), nor lie inside it; then build the accelerator;
 2. ``read_data()`` under ``main_process_first`` (one process downloads/decodes, the others read
    its cache), then ``check()``: a bad file, flag or size fails here, before the run folder is
    touched;
@@ -9,9 +10,11 @@
    settings by each field's resume policy, every file), the folder is locked, and
    ``--overwrite_output_dir`` clears what the task declares it writes (``outputs``);
 4. the seed, then ``build()`` (networks, recipe, loaders) on the engine, ``hooks()`` added,
-   resume;
-5. train; when finished, ``export()`` on the main process; ``run.finish()`` always (``finally``);
-6. one closing ``Run folder`` line naming the exports THIS run wrote.
+   resume (from an older checkpoint than the newest: the abandoned branch is set aside);
+5. train; when finished, ``export()`` on the main process (not again when a resume trained
+   nothing and the checkpoint's exports are as it recorded them); ``run.finish()`` always;
+6. one closing ``Run folder`` line naming the exports THIS run wrote; the command exits 0, or
+   128 + the signal's number when a signal stopped the run.
 
 A start that fails before the first update (a refused resume, a bug in ``build()``, an epoch
 without a batch) removes what it wrote (:meth:`~gan_accel.loop.TrainingRun.discard`): the
@@ -26,17 +29,21 @@ how each is checked on load). ``Task.main(argv)`` is a whole training script: ``
 
 from __future__ import annotations
 
+import importlib
+import json
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Callable, ClassVar, Dict, List, Optional, Sequence, Tuple
+from typing import Callable, ClassVar, Dict, FrozenSet, List, Optional, Sequence, Tuple
 
 from .config import RunArguments, config_to_dict, parse_config, resume_policy
-from .data.fingerprint import check_run_outside_data
+from .data.fingerprint import FOLDER_DATASETS
+from .data.paths import check_folders
 from .errors import TaskMethodError, UserError, cli_entry
 from .loop.accel import print_and_save_config
-from .loop.rundir import RUN_OUTPUTS  # written by every run; a task's own outputs are added to them
+from .loop.atomic import write_json_durable
+from .loop.rundir import GRIDS, RUN_OUTPUTS  # written by every run; a task's own outputs are added to them
 
 OUTPUT_KINDS = ("export", "cache", "record")
 
@@ -72,6 +79,24 @@ class Plan:
 
 
 OnUpdate = Callable[[object], None]
+EXPORTS_FILE = "exported.json"  # in the final checkpoint: what its export wrote (name -> inode, mtime, size)
+
+# What some run replaces at the top of its folder; every Task subclass adds its outputs.
+_DECLARED_OUTPUTS = set(RUN_OUTPUTS)
+BUILT_IN_TASKS = (
+    "gan_accel.gan.trainer",
+    "gan_accel.cyclegan.trainer",
+    "gan_accel.classifier.train",
+    "gan_accel.classifier.distill.train",
+)
+
+
+def declared_outputs() -> FrozenSet[str]:
+    """Every name a run of a known task replaces in its folder (a command that writes under
+    another run's folder must keep out of them: gan_accel.data.paths.check_folders)."""
+    for module in BUILT_IN_TASKS:
+        importlib.import_module(module)
+    return frozenset(_DECLARED_OUTPUTS)
 
 
 class Task:
@@ -82,6 +107,10 @@ class Task:
     outputs: ClassVar[Tuple[Output, ...]] = ()
     unit: ClassVar[str] = "sample"  # what the progress bar counts
     desc: ClassVar[str] = "train"
+
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        _DECLARED_OUTPUTS.update(output.name for output in cls.outputs)
 
     def __init__(self, *configs, on_update: Optional[OnUpdate] = None, start: bool = True) -> None:
         """``configs``: one instance of each of ``configs``' classes and a :class:`RunArguments`,
@@ -108,6 +137,26 @@ class Task:
 
     def config_values(self) -> tuple:
         return tuple(getattr(self, attr) for attr in (*self.configs, "run_args"))
+
+    def read_paths(self) -> Dict[str, str]:
+        """``--flag`` -> path of each file or folder the run reads: the config fields whose
+        metadata says ``reads`` (``"folder dataset"``: only when ``--dataset`` is a folder; a
+        torchvision root is a download cache) and whose value exists here (not a Hub name)."""
+        found = {}
+        for config in self.config_values():
+            for spec in fields(config):
+                reads = spec.metadata.get("reads")
+                value = getattr(config, spec.name)
+                if not reads or not value or not Path(value).exists():
+                    continue
+                if reads == "folder dataset" and getattr(config, "dataset", None) not in FOLDER_DATASETS:
+                    continue
+                found[f"--{spec.name}"] = value
+        return found
+
+    def output_names(self) -> Tuple[str, ...]:
+        """What a run writes or replaces at the top of its folder (what ``--overwrite_output_dir`` removes)."""
+        return (*RUN_OUTPUTS, *(o.name for o in self.outputs))
 
     # ---- what a task declares (override) ----------------------------------------------
     def check_settings(self) -> None:
@@ -145,21 +194,27 @@ class Task:
         from .engine import Engine, Hook
         from .loop import TrainingRun, build_accelerator
 
-        for config in self.config_values():  # a run folder inside a data folder would become training data
-            check_run_outside_data(self.run_args.output_dir, config)
+        # A run folder inside a data folder would become training data; data inside samples/ or
+        # generator/ would be rewritten by the run, or deleted by --overwrite_output_dir.
+        out = self.run_args.output_dir
+        check_folders(
+            self.read_paths(),
+            {"--output_dir": out},
+            {"--output_dir": [Path(out) / name for name in self.output_names()]},
+        )
         self.accelerator = build_accelerator(self.run_args, self.project)
         with self.accelerator.main_process_first():
             self.call("read_data")
         self.call("check")
-        names = (*RUN_OUTPUTS, *(o.name for o in self.outputs))
         self.run = TrainingRun(
             self.run_args,
             config_to_dict(*self.config_values()),
             project=self.project,
             accelerator=self.accelerator,
             policy=resume_policy(*self.config_types()),
-            outputs=names,
+            outputs=self.output_names(),
             data_fingerprint=self.call("data_fingerprint"),
+            exports=[o.name for o in self.outputs if o.kind == "export" and o.name != GRIDS],
         )
         try:
             self._outputs_before = _stat_outputs(self.run.output_dir, self.outputs)
@@ -202,10 +257,14 @@ class Task:
         main = run.accelerator.is_main_process
         try:
             start = time.perf_counter()
+            start_step = run.state.step
             finished = self.train_engine() and run.state.step >= self.engine.max_steps
             self.train_seconds = time.perf_counter() - start
-            if finished and main:
+            if finished and main and run.state.step == start_step and self.exports_unchanged():
+                run.print(f"Nothing trained past step {start_step}: its exports are left as they were")
+            elif finished and main:
                 self.call("export")
+                self.record_exports()
         except BaseException:
             if run.state.windows == self._windows_at_start:  # failed before its first update: a failed start
                 run.discard()
@@ -214,7 +273,31 @@ class Task:
             run.finish()
         if main:  # once, and only what this run wrote
             print(closing_line(run.output_dir, self.written()), flush=True)
+            if run.stopped_by_signal:
+                print(
+                    f"Stopped by a signal at step {run.state.step} (checkpoint saved), exit code {run.exit_code()}: "
+                    "continue with --resume_from_checkpoint latest",
+                    flush=True,
+                )
         return run.output_dir
+
+    def exports_unchanged(self) -> bool:
+        """Whether the checkpoint this run resumed was exported and its exports are still there,
+        as they were (a run killed before or during its export has no record: it exports)."""
+        path = self.run.resume_path
+        if path is None or not (path / EXPORTS_FILE).is_file():
+            return False
+        recorded = json.loads((path / EXPORTS_FILE).read_text())
+        now = _stat_outputs(self.run.output_dir, [o for o in self.outputs if o.name in recorded])
+        return bool(recorded) and all(now[name] is not None and list(now[name]) == recorded[name] for name in recorded)
+
+    def record_exports(self) -> None:
+        """Note in the final checkpoint what its export wrote, so that a resume that trains
+        nothing leaves it as it is (``exports_unchanged``)."""
+        checkpoint = self.run.checkpoints.root / f"step_{self.run.state.step:08d}"
+        now = _stat_outputs(self.run.output_dir, self.outputs)
+        if checkpoint.is_dir():
+            write_json_durable(checkpoint / EXPORTS_FILE, {o.name: list(now[o.name]) for o in self.written()})
 
     def written(self) -> List[Output]:
         """The exports this run wrote (created or replaced since it started)."""
@@ -235,7 +318,8 @@ class Task:
 
     @classmethod
     def main(cls, argv: Optional[Sequence[str]] = None, description: str = "") -> int:
-        """A training script: parse flags (and ``--config``), ``--dry_run`` or train."""
+        """A training script: parse flags (and ``--config``), ``--dry_run`` or train. Returns 0, or
+        128 + the signal's number when a signal stopped the run (``gan_accel.loop.signals``)."""
         configs = parse_config(cls.config_types(), argv, description=description or cls.__doc__ or "")
         task = cls(*cls.resolve_settings(configs, argv), start=False)
         if task.run_args.dry_run:
@@ -243,7 +327,7 @@ class Task:
             return 0
         task.start()
         task.train()
-        return 0
+        return task.run.exit_code()  # non-zero after a signal: the run stopped before its end
 
     @classmethod
     def script(cls, description: str = "") -> Callable[[Optional[Sequence[str]]], int]:

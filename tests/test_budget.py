@@ -6,7 +6,7 @@ measuring, planning, re-planning and resume code of a real run)."""
 import json
 
 import pytest
-from safetensors.torch import load_file
+from safetensors.torch import load_file, save_file
 
 import gan_accel.loop.budget as budget_mod
 from gan_accel.engine.optim import curve_factor
@@ -207,15 +207,49 @@ def test_a_resumed_budgeted_run_keeps_the_total(tmp_path, simulated_clock, monke
     assert 36.0 <= total <= 40.0, (first, total)
 
 
-def test_resuming_a_run_whose_budget_is_spent_trains_nothing(tmp_path, simulated_clock, capsys):
+def folder_identity(path):
+    """A folder as the file system knows it: rewriting it with the same bytes (an export swapped
+    into place) changes its inode and time, which equal file contents cannot show."""
+    st = path.stat()
+    return st.st_ino, st.st_mtime_ns
+
+
+@pytest.mark.parametrize("ended_early_s", [0.0, 6.0])
+def test_resuming_a_run_whose_budget_is_spent_trains_nothing(tmp_path, simulated_clock, capsys, ended_early_s):
+    """ended_early_s: the finished run's last steps went faster than its last plan expected, so it
+    ended that much before budget - reserve (a real clock does: 20 s and 40 s budgets resumed
+    trained 3 and 15 more steps); the simulated clock's even pace never did."""
     out = tmp_path / "run"
-    final, _ = budget_run(out)
-    exported = (out / "generator" / "model.safetensors").read_bytes()
+    final, elapsed = budget_run(out)
+    if ended_early_s:
+        state = load_file(str(final / "budget.safetensors"))
+        save_file({**state, "elapsed_s": state["elapsed_s"] - ended_early_s}, str(final / "budget.safetensors"))
+    exported = folder_identity(out / "generator")
     capsys.readouterr()
     again, _ = budget_run(out, "--resume_from_checkpoint", "latest")
     assert again == final  # no step past the finished run's (its first plan came after 2% of the budget)
-    assert f"already spent by step {final.name.split('_')[-1].lstrip('0')}" in capsys.readouterr().out
-    assert (out / "generator" / "model.safetensors").read_bytes() == exported
+    printed = capsys.readouterr().out
+    assert f"already spent by step {final.name.split('_')[-1].lstrip('0')}" in printed
+    assert folder_identity(out / "generator") == exported  # not exported again: left as it was
+    assert f"Run folder: {out}\n" in printed  # the closing line names no export of this run
+
+
+def test_a_resumed_budget_keeps_its_plan_and_its_end_cost():
+    now = {"t": 0.0}
+    first = TimeBudget(40.0, clock=lambda: now["t"], already_spent=0.0)
+    first.max_steps, first.end_cost_s = 120, 5.0
+    now["t"] = 30.0  # the run ended 10 s before the budget: its pace sped up after the last plan
+    state = first.state_dict()
+    resumed = TimeBudget(40.0, clock=lambda: now["t"], already_spent=0.0)
+    resumed.load_state_dict(state)
+    assert resumed.max_steps == 120 and resumed.end_cost_s == 5.0  # the schedule follows the last plan
+    assert resumed.spent(120) and not resumed.spent(119)  # step 119: stopped by a signal, 10 s left
+    other = TimeBudget(60.0, clock=lambda: now["t"], already_spent=0.0)
+    other.load_state_dict(state)  # another budget: the old plan does not bind it
+    assert other.max_steps != 120 and not other.spent(120)
+    older = TimeBudget(40.0, clock=lambda: now["t"], already_spent=0.0)
+    older.load_state_dict({k: v for k, v in state.items() if k in ("budget_s", "elapsed_s")})  # older checkpoint
+    assert not older.spent(120) and older.elapsed() == pytest.approx(30.0)
 
 
 def test_two_processes_plan_the_same_length_with_ada(tmp_path):

@@ -176,7 +176,7 @@ TRANSLATE_CASES = {
         "is the same as --input_dir",
     ),
     "output inside the input": (lambda tmp: [str(tmp / "data"), str(tmp / "data/out")], "is inside --input_dir"),
-    "outputs would land in the input": (nested_input, "would be written inside --input_dir"),
+    "outputs would land in the input": (nested_input, "which --output_dir"),
     "output is a file": (
         lambda tmp: [str(tmp / "data/trainA"), str(tmp / "notes.txt")],
         "notes.txt: is a file, not a folder",

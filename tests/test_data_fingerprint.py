@@ -8,14 +8,12 @@ import numpy as np
 import pytest
 
 from gan_accel.data.fingerprint import (
-    check_run_outside_data,
     dataset_part,
     describe_changes,
     file_part,
     folder_part,
     image_fingerprint,
 )
-from gan_accel.errors import UserError
 from helpers import write_png
 
 
@@ -88,17 +86,3 @@ def test_folder_part_lists_the_loaders_files_with_size_and_mtime(tmp_path):
     stat = (tmp_path / "cat/1.png").stat()
     assert part["files"]["cat/1.png"] == [stat.st_size, stat.st_mtime_ns]
     assert part == folder_part(tmp_path, [tmp_path / "cat/1.png", tmp_path / "dog/1.png"], ["cat", "dog"])
-
-
-@pytest.mark.parametrize(
-    "output,refused", [("data", True), ("data/run1", True), ("data/a/b", True), ("run", False), ("data-run", False)]
-)
-def test_run_folder_inside_the_data_folder(tmp_path, output, refused):
-    (tmp_path / "data").mkdir()
-    args = SimpleNamespace(dataset="folder", data_dir=str(tmp_path / "data"))
-    if refused:
-        with pytest.raises(UserError, match="is inside --data_dir"):
-            check_run_outside_data(str(tmp_path / output), args)
-    else:
-        check_run_outside_data(str(tmp_path / output), args)
-    check_run_outside_data(str(tmp_path / "data"), SimpleNamespace(dataset="mnist", data_dir=str(tmp_path / "data")))

@@ -29,6 +29,7 @@ CKPT_FILES = {
     "recipe.json",
     "trainer_state.json",
     "data_fingerprint.json",
+    "exported.json",  # the final checkpoint's: what its export wrote
 }
 
 

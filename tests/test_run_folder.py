@@ -4,6 +4,7 @@ import errno
 import json
 import logging
 import math
+import os
 import shutil
 from pathlib import Path
 from types import SimpleNamespace
@@ -47,6 +48,57 @@ def test_latest_without_a_checkpoint_starts_fresh_with_the_old_lines_set_aside(b
     assert "no complete checkpoint" in out and f"{len(before)} lines logged after step 0" in out
     assert [r["step"] for r in read_jsonl(run / "metrics.jsonl")] == [1, 2, 3, 4]
     assert read_jsonl(run / "metrics.jsonl.dropped") == before
+
+
+def test_resuming_an_older_checkpoint_sets_the_abandoned_branch_aside(base_run, tmp_path, capsys):
+    """--resume_from_checkpoint step_2 of a run that reached step 4 starts a new branch: 'latest'
+    resumed the abandoned step_4, metrics.jsonl and samples/ mixed both branches, and the old
+    branch's exports stood beside the new one's. They are renamed NAME.dropped, never deleted."""
+    run = copy_run(base_run, tmp_path / "run")
+    old_lines = read_jsonl(run / "metrics.jsonl")[2:]
+    capsys.readouterr()
+    branch = ["--resume_from_checkpoint", str(run / "checkpoints" / "step_00000002"), "--max_steps", "3"]
+    assert run_gan(run, *branch) == 0
+    out = capsys.readouterr().out
+    assert "a new branch from step 2" in out and "checkpoints/ step_00000004" in out, out
+    assert (run / "checkpoints" / "step_00000004.dropped").is_dir()
+    assert (run / "samples" / "step_000004.png.dropped").is_file()  # the abandoned branch's final grid
+    assert (run / "generator.dropped" / "model.safetensors").is_file()
+    assert read_jsonl(run / "metrics.jsonl.dropped") == old_lines
+    assert run_gan(run, "--resume_from_checkpoint", "latest", "--max_steps", "4") == 0
+    assert "Resumed from " + str(run / "checkpoints" / "step_00000003") in capsys.readouterr().out
+    assert [r["step"] for r in read_jsonl(run / "metrics.jsonl") if "loss/D" in r] == [1, 2, 3, 4]
+    assert sorted(p.name for p in (run / "checkpoints").iterdir()) == [
+        "step_00000003",
+        "step_00000004",
+        "step_00000004.dropped",
+    ]
+
+
+def test_what_a_branch_sets_aside(tmp_path):
+    from gan_accel.loop.rundir import abandoned_after, set_aside
+
+    out = tmp_path
+    for name in ("checkpoints/step_00000002", "checkpoints/step_00000006", "checkpoints/step_00000008.dropped"):
+        (out / name).mkdir(parents=True)
+    (out / "checkpoints/step_00000002/trainer_state.json").write_text("{}")
+    for name in ("step_000002.png", "step_000006.png", "training.gif"):
+        (out / "samples" / name).parent.mkdir(exist_ok=True)
+        (out / "samples" / name).write_bytes(b"png")
+    (out / "generator").mkdir()  # the user's export from before the checkpoint: kept
+    since = (out / "checkpoints/step_00000002/trainer_state.json").stat().st_mtime_ns
+    os.utime(out / "generator", ns=(since - 10**9, since - 10**9))
+    (out / "best_generator").mkdir()
+    os.utime(out / "best_generator", ns=(since + 10**9, since + 10**9))  # reached after step 2
+    later = abandoned_after(out, 2, since, ["generator", "best_generator"])
+    assert [p.relative_to(out).as_posix() for p in later] == [
+        "checkpoints/step_00000006",
+        "samples/step_000006.png",
+        "best_generator",
+    ]
+    assert set_aside(out / "checkpoints/step_00000006").name == "step_00000006.dropped"
+    (out / "checkpoints/step_00000006").mkdir()  # a second abandoned branch
+    assert set_aside(out / "checkpoints/step_00000006").name == "step_00000006.dropped2"
 
 
 def test_second_run_on_a_folder_in_use_is_refused_and_first_is_untouched(tmp_path, capsys):

@@ -113,6 +113,28 @@ def test_run_folder_line_after_a_signal_lists_no_export_of_an_earlier_run(tmp_pa
     assert lines == [f"Run folder: {tmp_path / 'run'}"]  # no grid at step 3 (every 2), no export: stopped
 
 
+def test_a_resume_with_nothing_to_train_exports_only_what_is_missing(tmp_path, capsys):
+    """The final checkpoint records what its export wrote (exported.json): a resume that trains
+    nothing leaves those exports alone; one whose export never happened (killed first) exports."""
+    from gan_accel.gan.trainer import GANTrainer
+    from gan_accel.runner import EXPORTS_FILE
+
+    run = tmp_path / "run"
+    GANTrainer(*gan(run, 2)).train()
+    final = run / "checkpoints" / "step_00000002"
+    assert sorted(json.loads((final / EXPORTS_FILE).read_text())) == ["generator", "samples"]
+    before = (run / "generator").stat()
+    capsys.readouterr()
+    GANTrainer(*gan(run, 2, resume_from_checkpoint="latest")).train()
+    assert (run / "generator").stat().st_ino == before.st_ino
+    assert f"Run folder: {run}\n" in capsys.readouterr().out
+
+    (final / EXPORTS_FILE).unlink()  # as if the run had been killed between its checkpoint and its export
+    GANTrainer(*gan(run, 2, resume_from_checkpoint="latest")).train()
+    assert (run / "generator").stat().st_ino != before.st_ino
+    assert f"generator: {run / 'generator'}" in capsys.readouterr().out
+
+
 def test_a_failing_export_still_closes_the_run(tmp_path, monkeypatch):
     import gan_accel.cyclegan.trainer as trainer_module
 

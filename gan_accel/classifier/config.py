@@ -32,10 +32,10 @@ class ClassifierDataArguments:
     """Where the labelled texts come from and how they are tokenised."""
 
     train_file: Optional[str] = field(
-        default=None, metadata={"help": "Training data: .csv, .tsv or .jsonl (JSON Lines)."}
+        default=None, metadata={"reads": True, "help": "Training data: .csv, .tsv or .jsonl (JSON Lines)."}
     )
     validation_file: Optional[str] = field(
-        default=None, metadata={"help": "Validation data, same formats; required with --train_file."}
+        default=None, metadata={"reads": True, "help": "Validation data, same formats; required with --train_file."}
     )
     dataset_name: Optional[str] = field(
         default=None,
@@ -106,7 +106,10 @@ class ClassifierModelArguments:
 
     model_name_or_path: str = field(
         default="distilbert-base-cased",
-        metadata={"help": "Hub name or local folder (save_pretrained) of the pretrained model and tokenizer."},
+        metadata={
+            "reads": True,
+            "help": "Hub name or local folder (save_pretrained) of the pretrained model and tokenizer.",
+        },
     )
     gradient_checkpointing: bool = field(
         default=False,

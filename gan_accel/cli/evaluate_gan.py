@@ -19,6 +19,8 @@ from typing import Optional, Sequence
 
 from gan_accel.config import check_choice, check_positive, choice, parse_config
 from gan_accel.data import DATASETS, load_image_data
+from gan_accel.data.fingerprint import FOLDER_DATASETS
+from gan_accel.data.paths import check_folders, is_within
 from gan_accel.device import check_device
 from gan_accel.errors import ConfigError, UserError, cli_entry
 from gan_accel.metrics import FEATURE_EXTRACTORS, GANEvaluator, format_result
@@ -125,6 +127,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     # The generator first (seconds): its own config.json fixes the image size and channels, and
     # a conflicting flag must fail before the minutes of domain-classifier training.
     G = load_generator(args.generator)
+    if args.output_dir and not is_within(args.output_dir, args.generator):
+        # The default, the generator folder itself, is where its results belong.
+        data_dir = args.data_dir if args.dataset in FOLDER_DATASETS else None
+        check_folders({"--generator": args.generator, "--data_dir": data_dir}, {"--output_dir": args.output_dir})
     for flag in ("image_size", "channels"):
         given = getattr(args, flag)
         own = getattr(G, flag)

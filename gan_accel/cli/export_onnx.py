@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from gan_accel.config import parse_config
+from gan_accel.data.paths import check_folders, is_within
 from gan_accel.errors import ConfigError, UserError, cli_entry
 
 
@@ -62,6 +63,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
     from gan_accel.models.onnx_export import export_generator_onnx, export_translator_onnx, run_onnx
 
+    source_flag, source = ("--generator", args.generator) if args.generator else ("--translator", args.translator)
+    if args.output and not is_within(args.output, source):  # the default, model.onnx, goes inside the export
+        check_folders({source_flag: source}, {"--output": args.output})
     if args.generator is not None:
         from gan_accel.models import load_generator
 

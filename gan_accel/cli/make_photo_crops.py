@@ -21,6 +21,7 @@ from typing import Dict, Optional, Sequence
 import numpy as np
 from PIL import Image
 
+from gan_accel.data.paths import check_folders
 from gan_accel.errors import UserError, cli_entry
 
 
@@ -82,6 +83,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     )
     args = parser.parse_args(argv)
     out = Path(args.output_dir)
+    check_folders({}, {"--output_dir": out})
     if out.exists() and any(out.iterdir()):
         raise UserError(f"--output_dir {out}: exists and is not empty; pass a new folder")
     for flag in ("num_crops", "crop_size", "size"):

@@ -16,10 +16,10 @@ from gan_accel.errors import cli_entry
 @cli_entry
 def main(argv: Optional[Sequence[str]] = None) -> int:
     from gan_accel.classifier.predict import PredictArguments, predict, write_predictions
-    from gan_accel.data.paths import check_output_outside_input
+    from gan_accel.data.paths import check_folders
 
     (args,) = parse_config((PredictArguments,), argv, description=__doc__)
-    check_output_outside_input("--input_file", args.input_file, "--output_file", args.output_file)
+    check_folders({"--input_file": args.input_file, "--model": args.model}, {"--output_file": args.output_file})
     rows = predict(args)
     write_predictions(rows, args.output_file)
     if args.output_file:

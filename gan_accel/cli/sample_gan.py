@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from gan_accel.config import check_choice, check_positive, choice, parse_config
+from gan_accel.data.paths import check_folders
 from gan_accel.errors import ConfigError, UserError, cli_entry
 from gan_accel.sampling import TRUNCATION_MODES
 
@@ -162,7 +163,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         seed_latent,
     )
 
-    G = load_generator(args.generator)
+    G = load_generator(args.generator)  # first: it says when --generator is a run folder, not an export
+    check_folders({"--generator": args.generator}, {"--output_dir": args.output_dir, "--grid": args.grid})
     num_classes = G.num_classes
     check_conditional_flags(args, num_classes)
     seeds = args.seed_list

@@ -30,7 +30,8 @@ class CycleGANDataArguments:
     data_dir: Optional[str] = field(
         default=None,
         metadata={
-            "help": "Folder with trainA/ and trainB/ (optional testA/, testB/) of images, for --dataset folder."
+            "reads": "folder dataset",
+            "help": "Folder with trainA/ and trainB/ (optional testA/, testB/) of images, for --dataset folder.",
         },
     )
     image_size: int = field(

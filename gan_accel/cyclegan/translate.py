@@ -10,7 +10,7 @@ import torch
 
 from ..data import IMAGE_EXTENSIONS, to_float_images
 from ..data.images import UNREADABLE_ERRORS, decode_image_file  # the GAN path's decoder: any mode, EXIF orientation
-from ..data.paths import check_output_outside_input, check_targets_outside_input, check_writable_folder
+from ..data.paths import check_folders, check_writable_folder
 from ..errors import UserError
 
 log = logging.getLogger(__name__)
@@ -29,9 +29,10 @@ def check_outputs_free(files: List[Path], input_dir: Path, output_dir: Path, ove
     """Refuse before anything is written when an output would replace an existing file, or an input
     (even with --overwrite: the originals would be lost), or land where the next run reads it."""
     check_writable_folder("--output_dir", output_dir)
-    check_output_outside_input("--input_dir", input_dir, "--output_dir", output_dir)
     targets = [output_dir / f.relative_to(input_dir) for f in files]
-    check_targets_outside_input("--input_dir", input_dir, "--output_dir", output_dir, targets)
+    # What the translations write into: the top of each relative name under --output_dir.
+    written_into = sorted({output_dir / f.relative_to(input_dir).parts[0] for f in files})
+    check_folders({"--input_dir": input_dir}, {"--output_dir": output_dir}, {"--output_dir": written_into})
     taken = [target for target in targets if target.exists()]
     if taken and not overwrite:
         raise UserError(

@@ -21,8 +21,6 @@ import hashlib
 from pathlib import Path
 from typing import Dict, List, Sequence
 
-from ..errors import UserError
-
 # File names quoted per kind of change in a message; the rest are counted.
 NAMES_SHOWN = 3
 FOLDER_DATASETS = ("folder", "imagefolder")
@@ -120,22 +118,6 @@ def describe_changes(saved: Dict[str, dict], current: Dict[str, dict]) -> List[s
 
 
 # ---- the data of each task -------------------------------------------------------------------
-def check_run_outside_data(output_dir: str, data_args) -> None:
-    """Refuse an ``--output_dir`` equal to or inside a folder dataset's ``--data_dir`` before
-    anything is read or written: the run's own sample grids and plots would be read as training
-    images on the next run (a new class ``run1``, or more images)."""
-    data_dir = getattr(data_args, "data_dir", None)
-    if not data_dir or getattr(data_args, "dataset", None) not in FOLDER_DATASETS:
-        return
-    data = Path(data_dir).resolve()
-    out = Path(output_dir).resolve()
-    if out == data or data in out.parents:
-        raise UserError(
-            f"--output_dir {output_dir} is inside --data_dir {data_dir}: the run's sample grids and "
-            "plots would become training images on the next run; choose an --output_dir outside it"
-        )
-
-
 def image_fingerprint(data_args, source) -> Dict[str, dict]:
     """The GAN's data: the image folder as listed, or a dataset's name, size, shape and classes."""
     if data_args.dataset in FOLDER_DATASETS and data_args.data_dir and not getattr(data_args, "dataset_name", None):

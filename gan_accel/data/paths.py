@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Iterable, Union
+from typing import FrozenSet, Mapping, Optional, Sequence, Tuple, Union
 
 from ..errors import UserError
 
@@ -18,31 +18,6 @@ def is_within(path: PathLike, folder: PathLike) -> bool:
     return path == folder or folder in path.parents
 
 
-def check_output_outside_input(input_flag: str, input_path: PathLike, output_flag: str, output_path: PathLike) -> None:
-    """Refuse an output equal to, or inside, what is read: outputs written there replace the inputs
-    or are read back as inputs on the next run (``out/out/...``)."""
-    if output_path is None or input_path is None or not is_within(output_path, input_path):
-        return
-    where = "is the same as" if Path(output_path).resolve() == Path(input_path).resolve() else "is inside"
-    raise UserError(
-        f"{output_flag} {output_path}: {where} {input_flag} {input_path}; the outputs would replace the "
-        f"inputs or be read again as inputs; choose an {output_flag} outside {input_path}"
-    )
-
-
-def check_targets_outside_input(
-    input_flag: str, input_dir: PathLike, output_flag: str, output_dir: PathLike, targets: Iterable[Path]
-) -> None:
-    """The converse case: an input folder inside the output folder is fine unless some output file
-    lands inside the input folder (it would replace an input, or be read on the next run)."""
-    for target in targets:
-        if is_within(target, input_dir):
-            raise UserError(
-                f"{output_flag} {output_dir}: the output {target} would be written inside {input_flag} "
-                f"{input_dir}; choose an {output_flag} that does not contain {input_dir}"
-            )
-
-
 def check_writable_folder(flag: str, folder: PathLike) -> None:
     """A folder that exists, or can be created: no existing file at its place or above it."""
     for path in [Path(folder), *Path(folder).parents]:
@@ -51,3 +26,82 @@ def check_writable_folder(flag: str, folder: PathLike) -> None:
                 what = "is a file" if path == Path(folder) else f"cannot be created: {path} is a file"
                 raise UserError(f"{flag} {folder}: {what}, not a folder; pass a folder")
             return
+
+
+# ---- one rule for what a command reads and what it writes ----------------------------------------
+# A folder counts as a training run's when it holds both of these (an exported generator also
+# has a config.json, but neither metrics nor checkpoints).
+RUN_MARKER = "config.json"
+RUN_EVIDENCE = ("metrics.jsonl", "checkpoints")
+
+
+def _relation(inner: PathLike, outer: PathLike) -> str:
+    return "is the same as" if Path(inner).resolve() == Path(outer).resolve() else "is inside"
+
+
+def _a(flag: str) -> str:
+    return f"{'an' if flag.lstrip('-')[:1] in 'aeiou' else 'a'} {flag}"
+
+
+def is_run_folder(folder: Path) -> bool:
+    return (folder / RUN_MARKER).is_file() and any((folder / name).exists() for name in RUN_EVIDENCE)
+
+
+def owning_run(path: PathLike) -> Optional[Tuple[Path, str]]:
+    """The training run whose next export or ``--overwrite_output_dir`` replaces ``path``: the
+    nearest run folder above it and the name (``samples``, ``generator``, ...) it lies under."""
+    resolved = Path(path).resolve()
+    for folder in resolved.parents:
+        if is_run_folder(folder):
+            top = resolved.relative_to(folder).parts[0]
+            return (folder, top) if top in run_replaced_names() else None
+    return None
+
+
+def run_replaced_names() -> FrozenSet[str]:
+    """What some task's run replaces at the top of its folder: what every run writes and what
+    each task declares (imported on first use: only a path under a run folder needs them)."""
+    from ..runner import declared_outputs
+
+    return declared_outputs()
+
+
+def check_folders(
+    reads: Mapping[str, Optional[PathLike]],
+    writes: Mapping[str, Optional[PathLike]],
+    replaces: Mapping[str, Sequence[PathLike]] = {},
+) -> None:
+    """Refuse, before anything is read or written, every relation that loses data or feeds a
+    command its own outputs (paths resolved: symlinks and ``..``):
+
+    - a write target (``writes``: flag -> path) equal to or inside an input (``reads``);
+    - an input inside a folder a write replaces or deletes (``replaces``: flag -> folders, e.g.
+      a run's ``samples/`` and ``generator/`` under ``--output_dir``);
+    - a write target inside a folder another run replaces (``R/samples``, ``R/generator``).
+
+    One line names both flags (or the run folder) and what to do. None values are skipped."""
+    reads = {flag: path for flag, path in reads.items() if path}
+    for write_flag, target in writes.items():
+        if not target:
+            continue
+        for read_flag, source in reads.items():
+            if is_within(target, source):
+                raise UserError(
+                    f"{write_flag} {target}: {_relation(target, source)} {read_flag} {source}; what is written "
+                    f"would replace what is read, or be read back as input next time; choose {_a(write_flag)} "
+                    "outside it"
+                )
+            for folder in replaces.get(write_flag, ()):
+                if is_within(source, folder):
+                    raise UserError(
+                        f"{read_flag} {source}: {_relation(source, folder)} {folder}, which {write_flag} {target} "
+                        f"writes into or replaces: it would be rewritten or deleted; move it out, or choose another "
+                        f"{write_flag}"
+                    )
+        owner = owning_run(target)
+        if owner is not None:
+            run, name = owner
+            raise UserError(
+                f"{write_flag} {target}: inside {run / name}, which the run in {run} replaces at its next "
+                f"export or --overwrite_output_dir; choose {_a(write_flag)} outside it"
+            )

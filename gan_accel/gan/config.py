@@ -27,7 +27,8 @@ class GANDataArguments:
         "Training images: scikit-learn's bundled digits (offline), an image folder, a torchvision dataset, a folder through `datasets` (imagefolder) or a Hugging Face dataset (hub, with --dataset_name).",
     )
     data_dir: Optional[str] = field(
-        default=None, metadata={"help": "Folder of images (--dataset folder) or torchvision root."}
+        default=None,
+        metadata={"reads": "folder dataset", "help": "Folder of images (--dataset folder) or torchvision root."},
     )
     download: bool = field(
         default=False, metadata={"help": "Let torchvision download MNIST/Fashion-MNIST/CIFAR-10 into --data_dir."}

@@ -125,7 +125,7 @@ class RunExtras:
         only come after 2% of the budget, and the steps until then would overrun it and replace the
         exports. (A fresh run whose start-up alone took the budget still trains to its first plan.)"""
         budget, step = self.budget, self.run.state.step
-        if budget is None or step == 0 or not budget.spent():
+        if budget is None or step == 0 or not budget.spent(step):
             return
         self.run.print(
             f"--time_budget {format_duration(budget.budget_s)}: {format_duration(budget.elapsed())} already spent "

@@ -113,6 +113,7 @@ class TimeBudget:
         self.hook_s = 0.0
         self.future_cost_s = 0.0
         self.max_steps = UNPLANNED_STEPS
+        self.planned_before: Optional[int] = None  # the length the run this one resumes had planned
         self._measure_from: Optional[tuple] = None  # (step, elapsed) where this process's pace is measured from
         self._next_plan_at = 0.0
 
@@ -138,9 +139,13 @@ class TimeBudget:
         self._next_plan_at = elapsed + REPLAN_SHARE * self.budget_s
         return self.max_steps
 
-    def spent(self) -> bool:
-        """Whether nothing more fits: the budget minus the time spent (agreed across processes)
-        leaves no more than the end-of-run reserve (call on every process)."""
+    def spent(self, step: int) -> bool:
+        """Whether nothing more fits at ``step``: the run this one resumes had reached the length it
+        planned for this budget, or the budget minus the time spent (agreed across processes)
+        leaves no more than the end-of-run reserve (call on every process). The plan decides first:
+        a run that ended a little early (a pace that sped up after the last plan) is still done."""
+        if self.planned_before is not None and step >= self.planned_before:
+            return True
         elapsed, end_cost_s = self.agree([self.elapsed(), self.end_cost_s])
         return self.budget_s - elapsed <= end_reserve(self.budget_s, end_cost_s)
 
@@ -151,9 +156,19 @@ class TimeBudget:
         return {
             "budget_s": torch.tensor(self.budget_s, dtype=torch.float64),
             "elapsed_s": torch.tensor(self.elapsed(), dtype=torch.float64),
+            "max_steps": torch.tensor(self.max_steps, dtype=torch.int64),
+            "end_cost_s": torch.tensor(self.end_cost_s, dtype=torch.float64),
         }
 
     def load_state_dict(self, state: Dict[str, torch.Tensor]) -> None:
-        """Resume: the time already spent counts against the same budget."""
+        """Resume: the time already spent counts against the same budget, and the plan and the
+        measured cost of the run's end come back with it (without them a resumed run reserved
+        less than the run it continues, and trained again until its first plan: 2% of the
+        budget past a finished run). A checkpoint of an older version holds neither."""
         self.elapsed_before = float(state["elapsed_s"])
         self.start = self.clock()
+        if "end_cost_s" in state:
+            self.end_cost_s = max(self.end_cost_s, float(state["end_cost_s"]))
+        if "max_steps" in state and float(state["budget_s"]) == self.budget_s:
+            self.planned_before = int(state["max_steps"])
+            self.max_steps = self.planned_before  # the schedule follows the last plan until the next

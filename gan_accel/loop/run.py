@@ -16,6 +16,7 @@ a hand-written loop can too::
                 run.save(write_extra)
                 break
     run.finish()                                              # close the bar, end trackers
+    raise SystemExit(run.exit_code())                         # 128 + the signal's number after a signal
 """
 
 from __future__ import annotations
@@ -38,8 +39,18 @@ from .guard import NonFiniteGuard
 from .lock import RunLock
 from .metrics_log import METRICS_FILE, MetricsLogger, drop_lines_after
 from .plots import metrics_version, plot_run_safely
-from .rundir import RUN_OUTPUTS, folder_contents, topmost_missing, undo_start
-from .signals import GracefulStop
+from .rundir import (
+    DROPPED,
+    RUN_OUTPUTS,
+    abandoned_after,
+    describe_paths,
+    folder_contents,
+    set_aside,
+    step_of,
+    topmost_missing,
+    undo_start,
+)
+from .signals import GracefulStop, signal_exit_code
 from .state import TrainState
 from .trackers import init_trackers
 
@@ -61,14 +72,17 @@ class TrainingRun:
         policy: Optional[Dict[str, str]] = None,
         outputs: Optional[Sequence[str]] = None,
         data_fingerprint: Optional[dict] = None,
+        exports: Sequence[str] = (),
     ) -> None:
         """``accelerator``: one built earlier with :func:`build_accelerator` (e.g. to read the data
         under ``main_process_first`` before the run folder is touched). ``policy``: each config
         field's resume policy (:func:`gan_accel.config.resume_policy`); ``outputs``: the
         top-level names this run writes (what ``--overwrite_output_dir`` removes);
         ``data_fingerprint``: what the run trains on (:mod:`gan_accel.data.fingerprint`), kept in
-        every checkpoint and checked on resume."""
+        every checkpoint and checked on resume; ``exports``: the names of the exports a resume from
+        an older checkpoint sets aside when they were written after it."""
         self.args = run
+        self.exports = exports
         self.config = config
         self.project = project
         self.policy = policy
@@ -204,7 +218,26 @@ class TrainingRun:
             read_extra(self.resume_path)
         self.print(f"Resumed from {self.resume_path} at step {self.state.step}")
         self._set_aside_lines_after(self.state.step)
+        self._set_aside_branch(self.resume_path, self.state.step)
         return True
+
+    def _set_aside_branch(self, checkpoint: Path, step: int) -> None:
+        """Resuming from a checkpoint older than the newest starts a new branch: the abandoned
+        one's later checkpoints (``latest`` would resume them), grids and exports (a worse
+        ``best_generator`` would replace a better one) are renamed ``NAME.dropped``, in one line."""
+        if not self.accelerator.is_main_process or self.checkpoints.latest() == checkpoint:
+            return
+        if not any((step_of(p) or 0) > step for p in self.checkpoints.complete_checkpoints()):
+            return
+        since = (checkpoint / STATE_FILE).stat().st_mtime_ns  # written last, when the checkpoint was complete
+        later = abandoned_after(self.output_dir, step, since, self.exports)
+        for path in later:
+            set_aside(path)
+        if later:
+            self.print(
+                f"--resume_from_checkpoint {checkpoint}: a new branch from step {step}; what the abandoned one "
+                f"wrote after it is renamed NAME{DROPPED} (nothing is deleted): {describe_paths(later, self.output_dir)}"
+            )
 
     def _set_aside_lines_after(self, step: int) -> None:
         """Move the ``metrics.jsonl`` lines logged after ``step`` to ``metrics.jsonl.dropped``: this
@@ -258,6 +291,10 @@ class TrainingRun:
             self.stopped_by_signal = True
             return True
         return False
+
+    def exit_code(self) -> int:
+        """0, or 128 + the signal's number when a signal stopped the run before its end."""
+        return signal_exit_code(self.stop.signum) if self.stopped_by_signal else 0
 
     def abort(self) -> None:
         """On an error: close the progress bar so the error message starts on its own line, and

@@ -1,4 +1,8 @@
-"""Graceful stop on SIGINT/SIGTERM: finish the step, checkpoint, exit; a second signal exits now."""
+"""Graceful stop on SIGINT/SIGTERM: finish the step, checkpoint, exit; a second signal exits now.
+
+Either way the command exits with 128 + the signal's number, as a shell reports a process a
+signal ended (130 for Ctrl-C, 143 for SIGTERM): ``train && sample`` must not sample a run that
+stopped before its end, and a scheduler sees the job did not complete."""
 
 from __future__ import annotations
 
@@ -8,6 +12,12 @@ import sys
 import threading
 
 import torch
+
+
+def signal_exit_code(signum) -> int:
+    """The exit code of a command stopped by ``signum`` (None: the signal reached another process
+    of the run, and SIGTERM's code stands for it)."""
+    return 128 + int(signum if signum is not None else signal.SIGTERM)
 
 
 class GracefulStop:
@@ -34,12 +44,12 @@ class GracefulStop:
                 file=sys.stderr,
                 flush=True,
             )
-            os._exit(128 + signum)
+            os._exit(signal_exit_code(signum))
         self.requested = True
         self.signum = signum
         print(
             f"\n{signal.Signals(signum).name} received: finishing this step, saving a checkpoint, then exiting "
-            "(send it again to exit at once).",
+            f"with code {signal_exit_code(signum)} (send it again to exit at once).",
             file=sys.stderr,
             flush=True,
         )

@@ -22,13 +22,15 @@ class DistillModelArguments:
     teacher_model_name_or_path: Optional[str] = field(
         default=None,
         metadata={
-            "help": "Fine-tuned teacher: a save_pretrained folder (or Hub name) of an AutoModelForSequenceClassification with the data's label set."
+            "reads": True,
+            "help": "Fine-tuned teacher: a save_pretrained folder (or Hub name) of an AutoModelForSequenceClassification with the data's label set.",
         },
     )
     student_model_name_or_path: Optional[str] = field(
         default=None,
         metadata={
-            "help": "Student checkpoint (any AutoModelForSequenceClassification-loadable folder sharing the teacher's tokenizer vocabulary); or pass --student_from_teacher."
+            "reads": True,
+            "help": "Student checkpoint (any AutoModelForSequenceClassification-loadable folder sharing the teacher's tokenizer vocabulary); or pass --student_from_teacher.",
         },
     )
     student_from_teacher: bool = field(
