@@ -179,7 +179,27 @@ def budget_run(out, *extra):
     return final, float(load_file(str(final / "budget.safetensors"))["elapsed_s"])
 
 
-def test_a_budgeted_run_ends_within_10_percent_of_its_budget(tmp_path, simulated_clock, capsys):
+def test_a_budgeted_run_ends_within_10_percent_of_its_budget(tmp_path, simulated_clock, capsys, monkeypatch):
+    import gan_accel.loop.run as run_mod
+
+    # What config.json says at each plan, and the progress bar's length from the start
+    recorded, bars = [], []
+    real_record = run_mod.TrainingRun.record_config
+    monkeypatch.setattr(
+        run_mod.TrainingRun,
+        "record_config",
+        lambda self, **changes: (
+            real_record(self, **changes),
+            recorded.append(json.loads((self.output_dir / "config.json").read_text())["max_steps"]),
+            bars.append(self.logger.bar.total),
+        ),
+    )
+    real_logger = run_mod.TrainingRun.make_logger
+    monkeypatch.setattr(
+        run_mod.TrainingRun,
+        "make_logger",
+        lambda self, *a, **kw: bars.append(real_logger(self, *a, **kw).bar.total) or self.logger,
+    )
     final, elapsed = budget_run(tmp_path / "run")
     assert 36.0 <= elapsed <= 40.0, elapsed
     state = json.loads((final / "trainer_state.json").read_text())["state"]
@@ -188,9 +208,14 @@ def test_a_budgeted_run_ends_within_10_percent_of_its_budget(tmp_path, simulated
     assert records[-1]["step"] == state["step"] and records[-1]["lr/G"] == 0.0  # the schedule ends with the run
     assert "--time_budget 40s" in capsys.readouterr().out
     assert (tmp_path / "run" / "generator" / "model.safetensors").is_file()
+    # The bar counts without a total until the first plan (not to 1,000,000,000), then shows each
+    # plan; config.json says each plan, and the length the run trained for at the end (not 2000).
+    assert bars[0] is None and bars[1:] == recorded and len(recorded) >= 2
+    assert recorded[-1] == state["step"] == json.loads((tmp_path / "run" / "config.json").read_text())["max_steps"]
+    assert json.loads((final / "trainer_state.json").read_text())["config"]["max_steps"] == state["step"]
 
 
-def test_a_resumed_budgeted_run_keeps_the_total(tmp_path, simulated_clock, monkeypatch):
+def test_a_resumed_budgeted_run_keeps_the_total(tmp_path, simulated_clock, monkeypatch, capsys):
     import gan_accel.loop.run as run_mod
 
     real_should_stop = run_mod.TrainingRun.should_stop
@@ -205,6 +230,9 @@ def test_a_resumed_budgeted_run_keeps_the_total(tmp_path, simulated_clock, monke
     monkeypatch.setattr(run_mod.TrainingRun, "should_stop", real_should_stop)
     _, total = budget_run(out, "--resume_from_checkpoint", "latest")
     assert 36.0 <= total <= 40.0, (first, total)
+    # The checkpoint's config holds the planned length, this start the default: a length is free
+    # to differ on resume, so neither a refusal nor a warning.
+    assert "changed settings" not in capsys.readouterr().out
 
 
 def test_resuming_a_run_whose_budget_is_spent_trains_nothing(tmp_path, simulated_clock, capsys):

@@ -159,6 +159,14 @@ def test_metrics_jsonl_writes_null_and_warns_of_a_loss_explosion(tmp_path):
     assert records[-1]["loss/D"] is None and records[-1]["loss/G"] == 0.7
 
 
+def test_the_bar_of_a_length_not_yet_planned_counts_without_a_total():
+    from gan_accel.loop.budget import UNPLANNED_STEPS
+
+    acc = SimpleNamespace(is_main_process=True, is_local_main_process=True, log=lambda *a, **k: None)
+    assert MetricsLogger(acc, ".", total_steps=UNPLANNED_STEPS, initial_step=0, log_every=1).bar.total is None
+    assert MetricsLogger(acc, ".", total_steps=300, initial_step=0, log_every=1).bar.total == 300
+
+
 def test_explosion_check_ignores_losses_near_zero_and_can_be_off():
     near_zero = ExplosionCheck(1e3, 20)
     assert not any(near_zero.check({"loss/D": v}) for v in [1e-6, -2e-6, 1e-6, 0.5])  # floor 1e-3: 0.5 < 1

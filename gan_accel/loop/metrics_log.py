@@ -17,6 +17,8 @@ from typing import Dict, Optional, Union
 import torch
 from tqdm.auto import tqdm
 
+from .budget import UNPLANNED_STEPS
+
 Number = Union[int, float, torch.Tensor]
 METRICS_FILE = "metrics.jsonl"
 
@@ -54,7 +56,9 @@ class MetricsLogger:
         self._t0 = time.perf_counter()
         self.explosions = ExplosionCheck(explosion_factor, explosion_window)
         self.bar = tqdm(
-            total=total_steps,
+            # A budgeted run's length is unknown until its first plan: a count and a rate, rather
+            # than a bar of a billion steps with 27,000 hours left.
+            total=None if total_steps >= UNPLANNED_STEPS else total_steps,
             initial=initial_step,
             desc=desc,
             unit="step",
