@@ -302,3 +302,31 @@ def test_a_command_line_length_wins_over_the_config_files(tmp_path, capsys):
     assert "--max_steps 3 (your flag) replaces the config file's --time_budget 15m" in capsys.readouterr().out
     assert [p.name for p in (out / "checkpoints").iterdir()] == ["step_00000003"]
     assert json.loads((out / "config.json").read_text())["time_budget"] is None
+
+
+def test_a_probed_run_trains_the_weights_of_a_run_given_its_precision(tmp_path, simulated_clock, monkeypatch, capsys):
+    """The precision probe (gan_accel.gan.precision) trains copies under a forked RNG: a run that
+    measured and chose bf16 ends with the weights of a run given --mixed_precision bf16."""
+    from benchmarks.common import reset_accelerate
+    from gan_accel.gan import precision
+
+    monkeypatch.setattr(precision, "MIN_BUDGET_S", 0.0)  # the test's 40 s budget would not probe
+    # the real measurement runs; the decision is forced, so the test does not depend on this CPU
+    monkeypatch.setattr(precision, "choose", lambda fp32, bf16: precision.Verdict("bf16", 0.2, 0.1))
+    reset_accelerate()  # Accelerate's precision is process-wide: each run builds its own
+    try:
+        probed, _ = budget_run(tmp_path / "probed")
+        out = capsys.readouterr().out
+        reset_accelerate()
+        simulated_clock["t"] = 0.0
+        given, _ = budget_run(tmp_path / "given", "--mixed_precision", "bf16")
+    finally:
+        reset_accelerate()
+    assert "--mixed_precision bf16: measured on this CPU" in out
+    assert "mixed_precision: bf16" in out.split("accelerator.device:")[1]  # the Accelerator was built with it
+    assert json.loads((tmp_path / "probed" / "config.json").read_text())["mixed_precision"] == "bf16"
+    assert "measured on this CPU" not in capsys.readouterr().out  # the user's choice: no probe
+    assert probed.name == given.name  # the same length
+    for name in ("model.safetensors", "model_1.safetensors"):
+        a, b = load_file(str(probed / name)), load_file(str(given / name))
+        assert a.keys() == b.keys() and all((a[k] == b[k]).all() for k in a), name
