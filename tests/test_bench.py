@@ -71,6 +71,8 @@ def test_bench_script_writes_every_key(tmp_path):
     for key in ("plain", "toolkit", "toolkit_channels_last"):
         assert len(gan["images_per_s"][key]["values"]) == 2 and gan["images_per_s"][key]["median"] > 0
     assert gan["ratio_vs_plain"]["median"] > 0 and set(gan["variant_ratio_vs_toolkit"]) == {"channels_last"}
+    roof = gan["roofline"]
+    assert roof["flops_per_update"] > 0 and set(roof["achieved_flops_per_s"]) == set(gan["images_per_s"])
     assert clf["ratio_vs_trainer"]["median"] > 0 and clf["ratio_vs_trainer_grouped"]["median"] > 0
     assert clf["updates"] == {"toolkit": 4, "trainer": 4, "trainer_grouped": 4}
     assert set(clf["accuracy"]) == {"toolkit", "trainer", "trainer_grouped"} and clf["optimizer"]["trainer"] == "AdamW"
