@@ -58,6 +58,7 @@ def test_each_eval_family_gets_its_own_figure_and_settings_none():
     assert set(groups["eval_fidelity"]) == {"eval/precision", "eval/recall_ci_high", "eval/coverage", "eval/density"}
     # sizes, the protocol and the fixed classifier's accuracy are settings: the same at every evaluation
     assert set(groups["eval"]) == {"eval/coverage_kl", "eval/classes_covered"}  # class-coverage KL stays
+    assert group_by_prefix({"eval/best_step": ([1], [1.0]), "eval/fid_floor": ([1], [0.5])}) == {}  # no curve
 
 
 EVALS = [  # three evaluations as the GAN's evaluator logs them, with sizes of 1,000 beside FIDs of 1 to 40

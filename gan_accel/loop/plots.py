@@ -91,8 +91,13 @@ def group_by_prefix(series: Series) -> Dict[str, Series]:
         family = family_of(key)
         if family is not None:
             groups[family][key] = series[key]
-    # Only what the figure draws as a curve makes a figure (a lone best_step is a marker).
-    return {name: keys for name, keys in groups.items() if set(keys) - {"eval/best_step", "eval/best_fid"}}
+    # The FID figure draws its curves around FID or KID: without either (a lone best step, a
+    # floor) there is nothing to draw.
+    return {
+        name: keys
+        for name, keys in groups.items()
+        if name != FID_FAMILY or any(panel[0] in keys for panel in FID_PANELS)
+    }
 
 
 def smooth(values: List[float], window: int) -> List[float]:
