@@ -283,6 +283,22 @@ def max_abs_diff(a: Dict[str, torch.Tensor], b: Dict[str, torch.Tensor]) -> floa
     return max(float((a[k] - b[k]).abs().max()) for k in a)
 
 
+def measure_roofline(plain: PlainGAN, images_per_s: Dict[str, dict], batch_size: int, device) -> dict:
+    """FLOPs per update (counted), each contender's achieved FLOP/s and, on a CPU whose lscpu
+    tells its clock, its share of the peak (:mod:`benchmarks.roofline`)."""
+    from .roofline import cpu_peak, gan_update_flops, read_lscpu, roofline
+
+    peak = None
+    lscpu = read_lscpu() if torch.device(device).type == "cpu" else None
+    if lscpu:
+        try:
+            peak = cpu_peak(lscpu, torch.get_num_threads())
+        except ValueError:
+            peak = None  # no clock in lscpu: FLOP/s without a share
+    medians = {name: s["median"] for name, s in images_per_s.items()}
+    return roofline(gan_update_flops(plain), medians, batch_size, peak)
+
+
 def device_of(setup: GANBenchSetup) -> torch.device:
     if setup.cpu or not torch.cuda.is_available():
         return torch.device("cpu")
@@ -389,6 +405,7 @@ def bench_gan(
     out["variant_ratio_vs_toolkit"] = {
         name: summary(ratios(ips[f"toolkit_{name}"], ips["toolkit"])) for name in variants
     }
+    out["roofline"] = measure_roofline(contenders["plain"].plain, out["images_per_s"], setup.batch_size, device)
     if export_to is not None:  # the toolkit's generator, for the sampling benchmark
         from .sampling import export_generator
 

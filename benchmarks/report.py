@@ -6,7 +6,7 @@ import json
 import platform
 import tempfile
 from pathlib import Path
-from typing import Callable, Dict, List
+from typing import Callable, Dict, List, Optional
 
 import torch
 
@@ -130,6 +130,8 @@ def table(result: dict) -> str:
         for name, s in g["variant_ratio_vs_toolkit"].items():
             rows.append((f"  toolkit --{name} / toolkit", "x", _fmt(s, 3)))
         rows.append(("  end-of-run checkpoint + grid (once)", "s", f"{g['end_of_run_io_seconds']:.2f}"))
+        rows += roofline_rows(g.get("roofline"))
+
     i = result.get("infogan")
     if i:
         rows.append(("InfoGAN hand-written Accelerate loop", "img/s", _fmt(i["images_per_s"]["plain"])))
@@ -148,6 +150,33 @@ def table(result: dict) -> str:
     lines = [f"{'benchmark':<{width}}  {'unit':<9}  median (max-min spread)", "-" * (width + 40)]
     lines += [f"{a:<{width}}  {b:<9}  {c}" for a, b, c in rows]
     return "\n".join(lines)
+
+
+def roofline_rows(roof: Optional[dict]) -> List[tuple]:
+    """FLOPs per update, and each contender's GFLOP/s with its share of the CPU's peak."""
+    if not roof:
+        return []
+    rows = [("  FLOPs per update (counted: matmul, conv)", "GFLOP", f"{roof['flops_per_update'] / 1e9:.3f}")]
+    for name, achieved in roof["achieved_flops_per_s"].items():
+        share = roof["share_of_peak"].get(name)
+        rows.append(
+            (
+                f"  {name}: achieved" + (" / peak" if share is not None else ""),
+                "GFLOP/s",
+                f"{achieved / 1e9:.1f}" + (f" ({100 * share:.1f}% of peak)" if share is not None else ""),
+            )
+        )
+    peak = roof.get("peak")
+    if peak:
+        rows.append(
+            (
+                "  peak (lscpu: cores x clock x FLOPs/cycle)",
+                "GFLOP/s",
+                f"fp32 {peak['fp32_peak_flops'] / 1e9:.0f} ({peak['fp32_unit']}), bf16 {peak['bf16_peak_flops'] / 1e9:.0f} "
+                f"({peak['bf16_unit']}); {peak['cores']} cores x {peak['ghz']:.2f} GHz ({peak['clock_source']})",
+            )
+        )
+    return rows
 
 
 def classifier_rows(corpus: str, c: dict) -> List[tuple]:

@@ -81,7 +81,7 @@ class RunArguments:
     mixed_precision: str = choice(
         "no",
         MIXED_PRECISION,
-        "Autocast precision (fp32 is the CPU default: bf16 is slow on AVX2-only CPUs, fp16 is GPU-only).",
+        "Autocast precision (fp32 is the CPU default: bf16 is slow on AVX2-only CPUs, fp16 is GPU-only; a GAN --time_budget run of 2 minutes or more on a CPU without this flag times both and keeps the faster).",
     )
     gradient_accumulation_steps: int = field(
         default=1, metadata={"help": "Micro-batches per optimizer update (all optimizers share this clock)."}

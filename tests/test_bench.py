@@ -81,6 +81,9 @@ def test_bench_script_writes_every_key(tmp_path):
     infogan = result["infogan"]
     assert infogan["weights_max_abs_diff"] == 0.0 and infogan["steps_compared"] == 3
     assert infogan["ratio_vs_plain"]["median"] > 0 and len(infogan["images_per_s"]["plain"]["values"]) == 2
+
+    roof = gan["roofline"]
+    assert roof["flops_per_update"] > 0 and set(roof["achieved_flops_per_s"]) == set(gan["images_per_s"])
     assert clf["ratio_vs_trainer"]["median"] > 0 and clf["ratio_vs_trainer_grouped"]["median"] > 0
     assert clf["updates"] == {"toolkit": 4, "trainer": 4, "trainer_grouped": 4}
     assert set(clf["accuracy"]) == {"toolkit", "trainer", "trainer_grouped"} and clf["optimizer"]["trainer"] == "AdamW"

@@ -45,7 +45,7 @@ def test_evaluations_spread_over_the_run_and_the_best_is_exported_with_its_score
         "step_000006.png",
         "step_000009.png",
     ]
-    assert (out / "plots" / "eval.png").is_file()
+    assert (out / "plots" / "eval_fid.png").is_file()
 
 
 def test_best_vs_last_says_which_and_by_how_much():
@@ -92,5 +92,5 @@ def test_the_eval_plot_marks_the_best_step(tmp_path, monkeypatch):
         "axvline",
         lambda self, x, **kw: marks.append((x, kw.get("label"))) or real_axvline(self, x, **kw),
     )
-    assert [p.name for p in plot_metrics(tmp_path)] == ["eval.png"]
+    assert [p.name for p in plot_metrics(tmp_path)] == ["eval_fid.png"]
     assert marks == [(2.0, "best: step 2")]

@@ -179,7 +179,27 @@ def budget_run(out, *extra):
     return final, float(load_file(str(final / "budget.safetensors"))["elapsed_s"])
 
 
-def test_a_budgeted_run_ends_within_10_percent_of_its_budget(tmp_path, simulated_clock, capsys):
+def test_a_budgeted_run_ends_within_10_percent_of_its_budget(tmp_path, simulated_clock, capsys, monkeypatch):
+    import gan_accel.loop.run as run_mod
+
+    # What config.json says at each plan, and the progress bar's length from the start
+    recorded, bars = [], []
+    real_record = run_mod.TrainingRun.record_config
+    monkeypatch.setattr(
+        run_mod.TrainingRun,
+        "record_config",
+        lambda self, **changes: (
+            real_record(self, **changes),
+            recorded.append(json.loads((self.output_dir / "config.json").read_text())["max_steps"]),
+            bars.append(self.logger.bar.total),
+        ),
+    )
+    real_logger = run_mod.TrainingRun.make_logger
+    monkeypatch.setattr(
+        run_mod.TrainingRun,
+        "make_logger",
+        lambda self, *a, **kw: bars.append(real_logger(self, *a, **kw).bar.total) or self.logger,
+    )
     final, elapsed = budget_run(tmp_path / "run")
     assert 36.0 <= elapsed <= 40.0, elapsed
     state = json.loads((final / "trainer_state.json").read_text())["state"]
@@ -188,9 +208,14 @@ def test_a_budgeted_run_ends_within_10_percent_of_its_budget(tmp_path, simulated
     assert records[-1]["step"] == state["step"] and records[-1]["lr/G"] == 0.0  # the schedule ends with the run
     assert "--time_budget 40s" in capsys.readouterr().out
     assert (tmp_path / "run" / "generator" / "model.safetensors").is_file()
+    # The bar counts without a total until the first plan (not to 1,000,000,000), then shows each
+    # plan; config.json says each plan, and the length the run trained for at the end (not 2000).
+    assert bars[0] is None and bars[1:] == recorded and len(recorded) >= 2
+    assert recorded[-1] == state["step"] == json.loads((tmp_path / "run" / "config.json").read_text())["max_steps"]
+    assert json.loads((final / "trainer_state.json").read_text())["config"]["max_steps"] == state["step"]
 
 
-def test_a_resumed_budgeted_run_keeps_the_total(tmp_path, simulated_clock, monkeypatch):
+def test_a_resumed_budgeted_run_keeps_the_total(tmp_path, simulated_clock, monkeypatch, capsys):
     import gan_accel.loop.run as run_mod
 
     real_should_stop = run_mod.TrainingRun.should_stop
@@ -205,6 +230,9 @@ def test_a_resumed_budgeted_run_keeps_the_total(tmp_path, simulated_clock, monke
     monkeypatch.setattr(run_mod.TrainingRun, "should_stop", real_should_stop)
     _, total = budget_run(out, "--resume_from_checkpoint", "latest")
     assert 36.0 <= total <= 40.0, (first, total)
+    # The checkpoint's config holds the planned length, this start the default: a length is free
+    # to differ on resume, so neither a refusal nor a warning.
+    assert "changed settings" not in capsys.readouterr().out
 
 
 def folder_identity(path):
@@ -308,3 +336,31 @@ def test_a_command_line_length_wins_over_the_config_files(tmp_path, capsys):
     assert "--max_steps 3 (your flag) replaces the config file's --time_budget 15m" in capsys.readouterr().out
     assert [p.name for p in (out / "checkpoints").iterdir()] == ["step_00000003"]
     assert json.loads((out / "config.json").read_text())["time_budget"] is None
+
+
+def test_a_probed_run_trains_the_weights_of_a_run_given_its_precision(tmp_path, simulated_clock, monkeypatch, capsys):
+    """The precision probe (gan_accel.gan.precision) trains copies under a forked RNG: a run that
+    measured and chose bf16 ends with the weights of a run given --mixed_precision bf16."""
+    from benchmarks.common import reset_accelerate
+    from gan_accel.gan import precision
+
+    monkeypatch.setattr(precision, "MIN_BUDGET_S", 0.0)  # the test's 40 s budget would not probe
+    # the real measurement runs; the decision is forced, so the test does not depend on this CPU
+    monkeypatch.setattr(precision, "choose", lambda fp32, bf16: precision.Verdict("bf16", 0.2, 0.1))
+    reset_accelerate()  # Accelerate's precision is process-wide: each run builds its own
+    try:
+        probed, _ = budget_run(tmp_path / "probed")
+        out = capsys.readouterr().out
+        reset_accelerate()
+        simulated_clock["t"] = 0.0
+        given, _ = budget_run(tmp_path / "given", "--mixed_precision", "bf16")
+    finally:
+        reset_accelerate()
+    assert "--mixed_precision bf16: measured on this CPU" in out
+    assert "mixed_precision: bf16" in out.split("accelerator.device:")[1]  # the Accelerator was built with it
+    assert json.loads((tmp_path / "probed" / "config.json").read_text())["mixed_precision"] == "bf16"
+    assert "measured on this CPU" not in capsys.readouterr().out  # the user's choice: no probe
+    assert probed.name == given.name  # the same length
+    for name in ("model.safetensors", "model_1.safetensors"):
+        a, b = load_file(str(probed / name)), load_file(str(given / name))
+        assert a.keys() == b.keys() and all((a[k] == b[k]).all() for k in a), name

@@ -32,23 +32,132 @@ def test_series_keep_numbers_and_group_by_prefix(tmp_path):
     assert series["loss/D"] == ([1], [1.0]) and series["loss/G"] == ([1, 2], [0.5, 0.4])
     assert "warning/loss_explosion" not in series
     groups = group_by_prefix(series)
-    assert sorted(groups) == ["eval", "loss", "lr"] and sorted(groups["eval"]) == ["eval/accuracy", "eval/fid"]
+    assert sorted(groups) == ["eval", "eval_fid", "loss", "lr"] and sorted(groups["eval"]) == ["eval/accuracy"]
 
 
-def test_precision_and_recall_get_their_own_plot():
+def test_each_eval_family_gets_its_own_figure_and_settings_none():
     keys = [
         "eval/fid",
         "eval/fid_ci_low",
+        "eval/kid_mean",
+        "eval/best_step",
         "eval/precision",
         "eval/recall_ci_high",
         "eval/coverage",
         "eval/coverage_kl",
         "eval/density",
+        "eval/classes_covered",
+        "eval/num_generated",
+        "eval/classifier_accuracy",
         "eval/protocol_id",
+        "time_s",
     ]
     groups = group_by_prefix({key: ([1], [0.5]) for key in keys})
+    assert sorted(groups) == ["eval", "eval_fid", "eval_fidelity"]  # no figure for time_s
+    assert set(groups["eval_fid"]) == {"eval/fid", "eval/fid_ci_low", "eval/kid_mean", "eval/best_step"}
     assert set(groups["eval_fidelity"]) == {"eval/precision", "eval/recall_ci_high", "eval/coverage", "eval/density"}
-    assert set(groups["eval"]) == {"eval/fid", "eval/fid_ci_low", "eval/coverage_kl"}  # class-coverage KL stays
+    # sizes, the protocol and the fixed classifier's accuracy are settings: the same at every evaluation
+    assert set(groups["eval"]) == {"eval/coverage_kl", "eval/classes_covered"}  # class-coverage KL stays
+    assert group_by_prefix({"eval/best_step": ([1], [1.0]), "eval/fid_floor": ([1], [0.5])}) == {}  # no curve
+
+
+EVALS = [  # three evaluations as the GAN's evaluator logs them, with sizes of 1,000 beside FIDs of 1 to 40
+    {
+        "step": step,
+        "time_s": 30.0 * step / 100,
+        "eval/fid": fid,
+        "eval/fid_ci_low": fid - 0.5,
+        "eval/fid_ci_high": fid + 0.5,
+        "eval/fid_floor": 0.5,
+        "eval/fid_at_floor_size": fid + 1,
+        "eval/kid_mean": fid / 100,
+        "eval/kid_ci_low": fid / 120,
+        "eval/kid_ci_high": fid / 80,
+        "eval/kid_floor_mean": 0.002,
+        "eval/num_generated": 1000.0,
+        **{f"eval/{m}": 0.1 * step / 100 for m in ("precision", "recall", "density", "coverage")},
+        **{f"eval/{m}_ci_low": 0.05 * step / 100 for m in ("precision", "recall", "density", "coverage")},
+        **{f"eval/{m}_ci_high": 0.15 * step / 100 for m in ("precision", "recall", "density", "coverage")},
+        **({"eval/best_step": float(step)} if best else {}),
+    }
+    for step, fid, best in ((100, 40.0, True), (200, 3.0, True), (300, 4.0, False))
+]
+
+
+def figures_of(run, monkeypatch):
+    """{family: figure} as plot_metrics draws them (kept open for the assertions)."""
+    drawn = {}
+    real = plots.family_figure
+    monkeypatch.setattr(
+        plots, "family_figure", lambda family, *a, **kw: drawn.setdefault(family, real(family, *a, **kw))
+    )
+    import matplotlib.pyplot as plt
+
+    monkeypatch.setattr(plt, "close", lambda fig: None)
+    written = plots.plot_metrics(run)
+    return drawn, sorted(p.name for p in written)
+
+
+def horizontal_lines(ax):
+    return [line.get_ydata()[0] for line in ax.lines if len(set(line.get_ydata())) == 1 and len(line.get_ydata()) == 2]
+
+
+def test_fid_and_kid_with_interval_floor_best_step_and_minutes(tmp_path, monkeypatch):
+    loss_lines = [{"step": s, "time_s": 0.3 * s, "loss/D": 1.0} for s in range(10, 301, 10)]
+    write_metrics(tmp_path, sorted(loss_lines + EVALS, key=lambda r: r["step"]))
+    figures, written = figures_of(tmp_path, monkeypatch)
+    assert written == ["eval_fid.png", "eval_fidelity.png", "loss.png"]
+    fid_ax, fid_minutes, kid_ax, kid_minutes = figures["eval_fid"].axes  # rows FID, KID; steps | minutes
+    assert (fid_ax.get_ylabel(), kid_ax.get_ylabel()) == ("FID", "KID")
+    fid_line = next(line for line in fid_ax.lines if line.get_label() == "FID")
+    assert list(fid_line.get_xdata()) == [100, 200, 300] and list(fid_line.get_ydata()) == [40.0, 3.0, 4.0]
+    assert 0.5 in horizontal_lines(fid_ax) and 0.002 in horizontal_lines(kid_ax)  # the real-data floors
+    assert len(fid_ax.collections) == 1 and len(kid_ax.collections) == 1  # the intervals as bands
+    assert fid_ax.get_yscale() == "log" and fid_minutes.get_yscale() == "log"  # 40 down to a floor of 0.5
+    labels = [t.get_text() for t in fid_ax.get_legend().get_texts()]
+    assert "best: step 200" in labels and "real-data floor 0.5" in labels
+    star = [line for line in fid_ax.lines if line.get_marker() == "*"]
+    assert [(list(s.get_xdata()), list(s.get_ydata())) for s in star] == [([200.0], [3.0])]
+    # no size or count on any axis: only FID and KID
+    assert not any("num_" in line.get_label() for ax in figures["eval_fid"].axes for line in ax.lines)
+    # the same curves against wall-clock minutes (0.3 s a step: step 200 is at 1 minute)
+    assert (kid_ax.get_xlabel(), kid_minutes.get_xlabel()) == ("step", "wall-clock minutes")
+    fid_in_minutes = next(line for line in fid_minutes.lines if line.get_label() == "FID")
+    assert list(fid_in_minutes.get_xdata()) == pytest.approx([0.5, 1.0, 1.5])
+    best_in_minutes = [line for line in fid_minutes.lines if line.get_marker() == "*"]
+    assert list(best_in_minutes[0].get_xdata()) == pytest.approx([1.0]) and len(fid_minutes.collections) == 1
+
+
+def test_precision_recall_density_coverage_with_their_intervals_as_bands(tmp_path, monkeypatch):
+    write_metrics(tmp_path, EVALS)
+    figures, _ = figures_of(tmp_path, monkeypatch)
+    ax, _ = figures["eval_fidelity"].axes
+    assert [line.get_label() for line in ax.lines] == ["precision", "recall", "density", "coverage"]
+    assert len(ax.collections) == 4
+    band = ax.collections[0].get_paths()[0].vertices[:, 1]
+    assert band.min() == pytest.approx(0.05) and band.max() == pytest.approx(0.45)
+
+
+def test_losses_are_a_smoothed_line_over_the_faint_raw_one(tmp_path, monkeypatch):
+    values = [1.0 + (0.5 if s % 2 else -0.5) for s in range(40)]
+    write_metrics(tmp_path, [{"step": s, "loss/D": v} for s, v in enumerate(values, start=1)])
+    figures, _ = figures_of(tmp_path, monkeypatch)
+    (ax,) = figures["loss"].axes
+    raw, trend = ax.lines
+    assert list(raw.get_ydata()) == values and raw.get_alpha() < 0.5
+    assert trend.get_label() == "loss/D (smoothed)" and trend.get_color() == raw.get_color()
+    assert list(trend.get_ydata()) == plots.smooth(values, 4)
+    assert max(trend.get_ydata()[10:]) - min(trend.get_ydata()[10:]) < 0.5  # the zigzag of 1.0 is damped
+    assert len(figures["loss"].axes) == 1  # lines without times (written before they had them): steps only
+
+
+def test_smooth_and_minutes_of_steps():
+    assert plots.smooth([1.0, 3.0, 3.0], 3) == [1.0, 2.0, 2.5]
+    minutes = plots.minutes_of_steps(([10, 20, 20, 40], [60.0, 120.0, 125.0, 245.0]))
+    assert minutes(20) == pytest.approx(125 / 60) and minutes(40) == pytest.approx(245 / 60)
+    assert minutes(30) == pytest.approx(185 / 60)
+    assert minutes(50) == pytest.approx(245 / 60 + 10 * (185 / 60) / 30)  # beyond: at the mean pace
+    assert plots.minutes_of_steps(([5], [1.0])) is None and plots.minutes_of_steps(([1, 2], [3.0, 3.0])) is None
 
 
 def test_a_run_writes_plots_of_every_group(tmp_path):

@@ -211,6 +211,36 @@ def test_metrics_jsonl_writes_null_and_warns_of_a_loss_explosion(tmp_path):
     assert records[-1]["loss/D"] is None and records[-1]["loss/G"] == 0.7
 
 
+def test_every_line_has_its_wall_clock_time_and_a_resumed_run_continues_it(tmp_path, monkeypatch):
+    import gan_accel.loop.metrics_log as metrics_log
+
+    acc = SimpleNamespace(is_main_process=True, is_local_main_process=False, log=lambda *a, **k: None)
+    now = {"t": 100.0}
+    monkeypatch.setattr(metrics_log.time, "perf_counter", lambda: now["t"])
+    monkeypatch.setattr(metrics_log, "process_age_s", lambda: 5.0)  # imports and set-up before the logger
+    first = MetricsLogger(acc, tmp_path, total_steps=10, initial_step=0, log_every=1)
+    for step in (1, 2):
+        now["t"] += 10.0
+        first.write(step, {"loss/D": 1.0})
+    with (tmp_path / "metrics.jsonl").open("a") as f:
+        f.write('{"step": 2, "note": "a line without a time"}\n')
+    assert metrics_log.last_logged_time(tmp_path / "metrics.jsonl") == 25.0
+    resumed = MetricsLogger(acc, tmp_path, total_steps=10, initial_step=2, log_every=1)
+    now["t"] += 1.0
+    resumed.write(3, {"loss/D": 1.0})
+    times = [r.get("time_s") for r in read_jsonl(tmp_path / "metrics.jsonl") if "time_s" in r]
+    assert times == [15.0, 25.0, 31.0]  # 25 s before, then 5 s of start-up and 1 s of training
+    assert metrics_log.last_logged_time(tmp_path / "missing.jsonl") == 0.0
+
+
+def test_the_bar_of_a_length_not_yet_planned_counts_without_a_total():
+    from gan_accel.loop.budget import UNPLANNED_STEPS
+
+    acc = SimpleNamespace(is_main_process=True, is_local_main_process=True, log=lambda *a, **k: None)
+    assert MetricsLogger(acc, ".", total_steps=UNPLANNED_STEPS, initial_step=0, log_every=1).bar.total is None
+    assert MetricsLogger(acc, ".", total_steps=300, initial_step=0, log_every=1).bar.total == 300
+
+
 def test_explosion_check_ignores_losses_near_zero_and_can_be_off():
     near_zero = ExplosionCheck(1e3, 20)
     assert not any(near_zero.check({"loss/D": v}) for v in [1e-6, -2e-6, 1e-6, 0.5])  # floor 1e-3: 0.5 < 1

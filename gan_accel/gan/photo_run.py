@@ -111,6 +111,8 @@ class RunExtras:
         if logger is not None:
             logger.bar.total = max_steps
             logger.bar.refresh()
+        if self.run.config.get("max_steps") != max_steps:
+            self.run.record_config(max_steps=max_steps)  # config.json says the length the run trains for
         if not self.announced:
             self.announced = True
             budget = self.budget

@@ -248,6 +248,25 @@ def folder_facts(data_dir: Optional[str], device: str, budget_s: Optional[float]
     )
 
 
+def given_settings(configs: Tuple, argv: Optional[Sequence[str]]) -> Set[str]:
+    """The field names the user set on the command line or in its ``--config`` file."""
+    import sys
+
+    from ..config import field_aliases, load_config_file
+
+    argv = sys.argv[1:] if argv is None else list(argv)
+    config_path = _config_path(argv)
+    file_keys = load_config_file(config_path).keys() if config_path else ()
+    return explicit_flags(argv, file_keys, field_aliases(tuple(type(c) for c in configs)))
+
+
+def _config_path(argv: Sequence[str]) -> Optional[str]:
+    return next(
+        (argv[i + 1] for i, tok in enumerate(argv or ()) if tok == "--config" and i + 1 < len(argv)),
+        next((tok.split("=", 1)[1] for tok in argv or () if tok.startswith("--config=")), None),
+    )
+
+
 def resolve(configs: Tuple, argv: Optional[Sequence[str]], print_fn=print) -> Tuple:
     """The script's entry: ``(data, model, train, evaluation, run)`` with one run length
     (:func:`run_length`) and the preset applied when it is wanted, its choices printed."""
@@ -256,16 +275,13 @@ def resolve(configs: Tuple, argv: Optional[Sequence[str]], print_fn=print) -> Tu
 
     import torch
 
-    from ..config import field_aliases, load_config_file
+    from ..config import field_aliases
     from ..loop.budget import format_duration, parse_duration
     from ..metrics.cache import resolve_cache_dir
 
     argv = sys.argv[1:] if argv is None else list(argv)
     data, model, train, evaluation, run = configs
-    config_path = next(
-        (argv[i + 1] for i, tok in enumerate(argv or ()) if tok == "--config" and i + 1 < len(argv)),
-        next((tok.split("=", 1)[1] for tok in argv or () if tok.startswith("--config=")), None),
-    )
+    config_path = _config_path(argv)
     aliases = field_aliases(tuple(type(c) for c in configs))
     # Printed by the script before Accelerate starts: under torchrun, by the first local process only.
     first = os.environ.get("LOCAL_RANK", "0") == "0"
@@ -284,8 +300,7 @@ def resolve(configs: Tuple, argv: Optional[Sequence[str]], print_fn=print) -> Tu
             num_images=None, native_size=None, colour=None, labelled=False, device=device, budget_s=budget_s
         )
     facts = dataclasses.replace(facts, cache_dir=str(resolve_cache_dir() / "eval"))
-    file_keys = load_config_file(config_path).keys() if config_path else ()
-    explicit = explicit_flags(argv, file_keys, aliases)
+    explicit = given_settings(configs, argv)
     configs, lines = apply(configs, choose(facts), explicit)
     data, model, train, evaluation, run = configs
     configs = (data, model, dataclasses.replace(train, preset="auto"), evaluation, run)  # config.json says so

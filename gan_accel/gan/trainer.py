@@ -48,10 +48,14 @@ class GANTrainer(Task):
     @classmethod
     def resolve_settings(cls, configs: tuple, argv) -> tuple:
         """``--preset auto`` (the default for a folder without --config): settings from the data,
-        the device and the budget; every explicit flag wins (gan_accel.gan.preset)."""
-        from .preset import resolve
+        the device and the budget; every explicit flag wins (gan_accel.gan.preset). Then a
+        budgeted CPU run's precision, measured (gan_accel.gan.precision): before the Accelerator
+        is built, which fixes it."""
+        from . import precision
+        from .preset import given_settings, resolve
 
-        return resolve(configs, argv)
+        configs = resolve(configs, argv)
+        return precision.resolve(configs, given_settings(configs, argv))
 
     def check_settings(self) -> None:
         self.model_args.check_image_size(self.data_args.image_size)

@@ -124,13 +124,22 @@ def print_and_save_config(accelerator: Optional[Accelerator], config: dict, outp
     """Print the resolved config (main process) and write it to ``OUTPUT_DIR/config.json``."""
     if accelerator is not None and not accelerator.is_main_process:
         return
-    text = json.dumps(config, indent=2, sort_keys=True)
-    print(f"Resolved config:\n{text}", flush=True)
+    print(f"Resolved config:\n{json.dumps(config, indent=2, sort_keys=True)}", flush=True)
     if output_dir is not None:
         try:
-            (output_dir / RUN_MARKER).write_text(text + "\n")
+            save_config(config, output_dir)
         except OSError as err:
             raise UserError(
                 f"--output_dir {output_dir}: cannot write {RUN_MARKER} ({err.strerror}); "
                 "choose a writable folder with free space"
             ) from None
+
+
+def save_config(config: dict, output_dir: Path) -> None:
+    """``OUTPUT_DIR/config.json``, written to a temporary name and renamed over: it is rewritten
+    while the run trains (a budget's planned length), and a kill must leave one version or the
+    other, never half a file."""
+    path = Path(output_dir) / RUN_MARKER
+    tmp = path.with_name(f".tmp-{RUN_MARKER}")
+    tmp.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
+    os.replace(tmp, path)

@@ -18,8 +18,13 @@ from typing import Dict, Optional, Union
 import torch
 from tqdm.auto import tqdm
 
+from .budget import UNPLANNED_STEPS, process_age_s
+
 Number = Union[int, float, torch.Tensor]
 METRICS_FILE = "metrics.jsonl"
+# Every line's wall-clock position in the run, in seconds since its process started (a resumed
+# run continues from its last line): plots draw the metrics against minutes as well as steps.
+TIME_KEY = "time_s"
 
 
 def peak_memory_mb(device) -> float:
@@ -53,9 +58,12 @@ class MetricsLogger:
         self._counts: Dict[str, int] = {}
         self._samples = 0
         self._t0 = time.perf_counter()
+        self._run_start = self._t0 - process_age_s() - last_logged_time(self.path)
         self.explosions = ExplosionCheck(explosion_factor, explosion_window)
         self.bar = tqdm(
-            total=total_steps,
+            # A budgeted run's length is unknown until its first plan: a count and a rate, rather
+            # than a bar of a billion steps with 27,000 hours left.
+            total=None if total_steps >= UNPLANNED_STEPS else total_steps,
             initial=initial_step,
             desc=desc,
             unit="step",
@@ -113,6 +121,7 @@ class MetricsLogger:
             return
         # Non-finite values as null: "nan" strings would make every reader special-case them.
         record = {"step": step, **{k: (v if math.isfinite(v) else None) for k, v in values.items()}}
+        record[TIME_KEY] = round(time.perf_counter() - self._run_start, 3)
         warnings = self.explosions.check(values)
         if warnings:
             record["warning/loss_explosion"] = "; ".join(w for w, _ in warnings)
@@ -204,6 +213,24 @@ class ExplosionCheck:
             past.append(abs(value))
             del past[: -self.window]
         return out
+
+
+def last_logged_time(path: Path) -> float:
+    """The ``time_s`` of the last line of ``metrics.jsonl`` that has one (0 without): where a
+    resumed run's clock continues."""
+    try:
+        lines = Path(path).read_bytes().splitlines()
+    except OSError:
+        return 0.0
+    for line in reversed(lines):
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        value = record.get(TIME_KEY) if isinstance(record, dict) else None
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+            return float(value)
+    return 0.0
 
 
 def _logged_step(line: bytes) -> Optional[int]:

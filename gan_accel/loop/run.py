@@ -33,7 +33,7 @@ from tqdm.auto import tqdm
 from ..config import RENAMED_FIELDS, RunArguments, resume_changes
 from ..errors import UserError
 from . import hparams
-from .accel import RUN_MARKER, build_accelerator, prepare_output_dir, print_and_save_config
+from .accel import RUN_MARKER, build_accelerator, prepare_output_dir, print_and_save_config, save_config
 from .checkpoint import STATE_FILE, CheckpointManager
 from .guard import NonFiniteGuard
 from .lock import RunLock
@@ -173,6 +173,18 @@ class TrainingRun:
                 "that wrote it"
             )
         return self.project
+
+    def record_config(self, **changes) -> None:
+        """Settings the run decided while training (a budget's planned ``max_steps``): into the
+        config the next checkpoint saves and into ``config.json`` (main process). A failed write
+        is a warning: the checkpoints still hold the value."""
+        self.config.update(changes)
+        if not self.accelerator.is_main_process:
+            return
+        try:
+            save_config(self.config, self.output_dir)
+        except OSError as err:
+            self.print(f"warning: could not update {self.output_dir / 'config.json'} ({err})")
 
     def make_logger(self, total_steps: int, unit: str, desc: str) -> MetricsLogger:
         self.logger = MetricsLogger(
