@@ -13,6 +13,11 @@ from typing import Optional, Sequence
 from gan_accel.config import parse_config
 from gan_accel.errors import ConfigError, UserError, cli_entry
 
+# Largest difference --check accepts between onnxruntime's output and PyTorch's, on images in
+# [-1, 1]: float32 kernels sum in another order, measured 1e-9 to 2e-6 (docs/inspect_ship.md);
+# a wrong graph differs by far more.
+CHECK_TOLERANCE = 1e-4
+
 
 @dataclass
 class ExportOnnxArguments:
@@ -28,7 +33,9 @@ class ExportOnnxArguments:
     )
     check: bool = field(
         default=True,
-        metadata={"help": "Run the graph once with onnxruntime and print its largest difference from PyTorch."},
+        metadata={
+            "help": "Run the graph once with onnxruntime against PyTorch; a difference above 1e-4 (or NaN) is an error and nothing is written."
+        },
     )
     push_to_hub: bool = field(
         default=False,
@@ -66,9 +73,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         from gan_accel.models import load_generator
 
         source = Path(args.generator)
-        G = load_generator(source)
+        G = load_generator(source, translator_hint=f"pass it as --translator {source}")
         out = Path(args.output) if args.output else source / ONNX_FILE
-        inputs = export_generator_onnx(G, out)
+        candidate = unchecked_name(out)
+        inputs = export_generator_onnx(G, candidate)
         z = torch.randn(3, G.z_dim, generator=torch.Generator().manual_seed(0))
         labels = torch.arange(3) % G.num_classes if G.num_classes else None
         feeds = {
@@ -88,20 +96,35 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             raise UserError(str(err).replace("--generator", "--translator", 1)) from None
         out = Path(args.output) if args.output else source / ONNX_FILE
         size = int(config["image_size"])
-        inputs = export_translator_onnx(G, out, size)
+        candidate = unchecked_name(out)
+        inputs = export_translator_onnx(G, candidate, size)
         x = torch.rand(3, G.channels, size, size, generator=torch.Generator().manual_seed(0)) * 2 - 1
         feeds = {"images": x.numpy()}
         with torch.no_grad():
             expected = G(x)
+    if args.check:
+        diff = float(abs(torch.from_numpy(run_onnx(candidate, feeds)) - expected).max())
+        if not diff <= CHECK_TOLERANCE:  # NaN fails too: a graph of NaN is not a match
+            candidate.unlink()
+            raise UserError(
+                f"export-onnx: onnxruntime and PyTorch differ by {diff:.2e} on 3 inputs (tolerance "
+                f"{CHECK_TOLERANCE:.0e}); {out} was not written. Rerun with --debug and report it"
+            )
+    candidate.replace(out)  # only a checked graph takes the name (an earlier good one stays otherwise)
     print(f"Wrote {out} (inputs: {', '.join(f'{k} {v}' for k, v in inputs.items())})")
     if args.check:
-        diff = float(abs(torch.from_numpy(run_onnx(out, feeds)) - expected).max())
-        print(f"onnxruntime vs PyTorch on 3 inputs: max abs difference {diff:.2e}")
+        print(f"onnxruntime vs PyTorch on 3 inputs: max abs difference {diff:.2e} (tolerance {CHECK_TOLERANCE:.0e})")
     if args.push_to_hub:
         from gan_accel.models.hub import publish
 
         publish(source, args)
     return 0
+
+
+def unchecked_name(out: Path) -> Path:
+    """Where the graph is written until --check passed, beside ``out`` (the same disk, so the
+    final rename cannot fail halfway)."""
+    return out.with_name(f".unchecked-{out.name}")
 
 
 if __name__ == "__main__":
