@@ -158,6 +158,7 @@ TRAIN_CASES = {
         "classes/stray.png), so it is read unlabelled; move them into a class sub-folder",
     ),
     "report_to unknown": (["--report_to", "mlfow"], "--report_to mlfow: unknown tracker mlfow"),
+    "report_to all,none": (["--report_to", "all,none"], "--report_to all,none: all and none cannot be combined"),
     "push_to_hub without repo": (["--push_to_hub"], "--push_to_hub needs --hub_model_id USER/NAME"),
     "mnist missing": (lambda tmp: ["--dataset", "mnist", "--data_dir", str(tmp / "mnist")], "--download"),
     "time_budget": (["--time_budget", "soon"], "--time_budget 'soon' is not a duration; write e.g. 90s, 15m"),
