@@ -174,3 +174,37 @@ def test_digits_read_from_the_shipped_file_equal_load_digits(monkeypatch):
         monkeypatch.setattr(importlib.util, "find_spec", lambda name, spec=spec: spec)
         images, labels = _load_digits()
         assert torch.equal(images, want) and torch.equal(labels, torch.from_numpy(digits.target.astype("int64")))
+
+
+def indistinct_folder(root, per_class=60):
+    """Class sub-folders that cannot be told apart (by date, by camera): the same noise in each."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    for name in ("2024-05", "2024-06"):
+        for i in range(per_class):
+            write_png(root / name / f"{i}.png", rng.integers(0, 255, (16, 16), dtype=np.uint8))
+    return root
+
+
+def test_evaluation_the_preset_chose_but_cannot_build_leaves_the_run_training(tmp_path, capsys):
+    """Before: the default command stopped after the one-off classifier ("reaches only 0.5...
+    use --feature_extractor inception", a flag train-gan does not have)."""
+    data = indistinct_folder(tmp_path / "d")
+    flags = ["--dataset", "folder", "--data_dir", str(data), "--max_steps", "2", "--g_channels", "4"]
+    flags += ["--d_channels", "4", "--eval_num_images", "20", "--eval_cache_dir", str(tmp_path / "cache")]
+    assert train_gan([*flags, "--output_dir", str(tmp_path / "o")]) == 0
+    out = capsys.readouterr().out
+    assert "  --num_evaluations 10: evaluate (domain FID)" in out
+    assert "warning: training without evaluation: the domain classifier for" in out
+    assert "--eval_feature_extractor inception" in out and "--feature_extractor inception" not in out.replace(
+        "--eval_f", ""
+    )
+    assert (tmp_path / "o" / "generator" / "model.safetensors").is_file()
+    assert not (tmp_path / "o" / "best_generator").exists()
+    # Asked for by the user, the same evaluation refuses, in train-gan's own flags.
+    from run_fixtures import user_error
+
+    line = user_error(train_gan, [*flags, "--output_dir", str(tmp_path / "asked"), "--num_evaluations", "2"], capsys)
+    assert "held-out accuracy" in line and "--num_evaluations 0 --eval_every 0" in line
+    assert "--eval_feature_extractor inception" in line and "--min_classifier_accuracy" not in line

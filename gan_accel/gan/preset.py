@@ -288,6 +288,8 @@ def resolve(configs: Tuple, argv: Optional[Sequence[str]], print_fn=print) -> Tu
     explicit = explicit_flags(argv, file_keys, aliases)
     configs, lines = apply(configs, choose(facts), explicit)
     data, model, train, evaluation, run = configs
+    asked = explicit & {"num_evaluations", "eval_every"}
+    evaluation.chosen_by_preset = bool(evaluation.num_evaluations) and not asked
     configs = (data, model, dataclasses.replace(train, preset="auto"), evaluation, run)  # config.json says so
     if first:
         described = ", ".join(
