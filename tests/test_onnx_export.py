@@ -2,6 +2,7 @@
 class-conditional, CycleGAN translator), at batch sizes other than the one it was traced with."""
 
 import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -133,3 +134,22 @@ def test_missing_onnxruntime_is_one_line(exports, capsys, monkeypatch):
     )
     line = one_line_error(export_onnx, ["--generator", str(exports / "dcgan")], capsys)
     assert "pip install 'gan_accel[onnx]'" in line and "onnxruntime" in line
+
+
+def test_a_full_disk_at_the_onnx_export_is_one_line_and_keeps_the_previous_graph(
+    exports, tmp_path, capsys, monkeypatch
+):
+    (tmp_path / "g.onnx").write_bytes(b"an earlier graph")
+    before = snapshot(tmp_path)
+
+    def disk_full_halfway(module, args, path, **kwargs):
+        Path(path).write_bytes(b"partial")
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(torch.onnx, "export", disk_full_halfway)
+    line = one_line_error(
+        export_onnx, ["--generator", str(exports / "dcgan"), "--output", str(tmp_path / "g.onnx")], capsys
+    )
+    assert f"could not write ONNX graph {tmp_path / 'g.onnx'} ([Errno 28] No space left on device)" in line
+    assert "the previous g.onnx is kept" in line
+    assert snapshot(tmp_path) == before  # no .unchecked-g.onnx(.tmp) left behind
