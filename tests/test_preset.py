@@ -214,6 +214,10 @@ def test_a_batch_never_larger_than_the_folder():
     for n in (1, 2, 3, 7):
         assert chosen(num_images=n)["batch_size"] == n
     assert chosen(num_images=8)["batch_size"] == 8 and chosen(num_images=100)["batch_size"] == 25
+    # Each of 2 processes takes a full batch of its own.
+    assert chosen(num_images=3, processes=2)["batch_size"] == 1
+    assert chosen(num_images=20, processes=2)["batch_size"] == 8
+    assert chosen(num_images=12, processes=2)["batch_size"] == 6
 
 
 def colour_folder(root, count, start=0):

@@ -49,6 +49,7 @@ class DataFacts:
     budget_s: Optional[float] = None
     cache_dir: Optional[str] = None  # where evaluation caches may be shared between runs
     num_classes: int = 0  # class sub-folders (0: unknown or none)
+    processes: int = 1  # WORLD_SIZE under torchrun / accelerate launch: each takes its own batch
 
 
 @dataclass(frozen=True)
@@ -89,7 +90,7 @@ def choose(facts: DataFacts) -> List[Choice]:
         pick("g_channels", width, "width for a CPU" + (" and a budget of an hour or more" if width == 64 else ""))
         pick("d_channels", width, "D as wide as G")
         pick("loss", "nonsaturating", "the DCGAN objective")
-    pick("batch_size", *batch_size(facts.num_images))
+    pick("batch_size", *batch_size(facts.num_images, facts.processes))
     n = facts.num_images
     large = n is None or n >= SMALL_DATASET  # a streamed dataset of unknown size counts as large
     if large and not gpu:
@@ -152,14 +153,16 @@ def choose(facts: DataFacts) -> List[Choice]:
     return choices
 
 
-def batch_size(num_images: Optional[int]) -> Tuple[int, str]:
-    """64, or a quarter of a small folder (at least 8), and never more than the folder holds: a
-    run takes full batches only, so a batch larger than the data would stop it."""
+def batch_size(num_images: Optional[int], processes: int = 1) -> Tuple[int, str]:
+    """64, or a quarter of a small folder (at least 8), and never more than each process's share
+    of it: a run takes full batches only, one per process at least, so a larger batch would stop it."""
     if num_images is None or num_images >= 4 * 64:
         return 64, "64 images per update"
-    if num_images < 8:
-        return num_images, f"{num_images} image(s): every image in each batch"
-    return max(8, num_images // 4), f"{num_images} images: 4 batches an epoch"
+    share = max(1, num_images // processes)
+    if share < 8:
+        each = f" per process ({processes} processes)" if processes > 1 else ""
+        return share, f"{num_images} image(s): every image in each batch{each}"
+    return min(max(8, num_images // 4), share), f"{num_images} images: 4 batches an epoch"
 
 
 def resumed_settings(output_dir: Optional[str], resume: Optional[str]) -> Tuple[Optional[Path], dict]:
@@ -348,7 +351,8 @@ def resolve(configs: Tuple, argv: Optional[Sequence[str]], print_fn=print) -> Tu
         facts = DataFacts(
             num_images=None, native_size=None, colour=None, labelled=False, device=device, budget_s=budget_s
         )
-    facts = dataclasses.replace(facts, cache_dir=str(resolve_cache_dir() / "eval"))
+    processes = int(os.environ.get("WORLD_SIZE", "1"))
+    facts = dataclasses.replace(facts, cache_dir=str(resolve_cache_dir() / "eval"), processes=processes)
     choices = keep_resumed(choose(facts), *resumed_settings(run.output_dir, run.resume_from_checkpoint))
     configs, lines = apply(configs, choices, explicit)
     data, model, train, evaluation, run = configs
