@@ -50,7 +50,9 @@ def user_error(main, argv, capsys, bar: str = "") -> str:
     with pytest.raises(SystemExit) as info:
         main(argv)
     assert info.value.code == 2
-    err = [line for line in capsys.readouterr().err.strip().splitlines() if not (bar and line.startswith(f"{bar}:"))]
+    # A closed bar leaves its clearing (spaces, then a carriage return) when an error comes after it.
+    lines = [line for line in capsys.readouterr().err.strip().splitlines() if line.strip()]
+    err = [line for line in lines if not (bar and line.startswith(f"{bar}:"))]
     assert len(err) == 1 and err[0].startswith("error: ") and "Traceback" not in err[0], err
     return err[0]
 

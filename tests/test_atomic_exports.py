@@ -4,6 +4,7 @@ export complete and loadable, and no partial folder behind."""
 import pytest
 import torch
 
+from gan_accel.errors import UserError
 from gan_accel.models import build_models, load_generator, save_generator
 
 
@@ -21,7 +22,10 @@ def test_failed_generator_export_keeps_the_previous_one(tmp_path, monkeypatch):
     monkeypatch.setattr(type(G), "save_pretrained", disk_full_halfway)
     with torch.no_grad():
         next(G.parameters()).add_(1.0)
-    with pytest.raises(OSError):
+    with pytest.raises(
+        UserError,
+        match=r"could not write export .*generator \(\[Errno 28\] No space left on device\); the previous generator is kept",
+    ):
         save_generator(G, out)
     after = load_generator(out).state_dict()
     assert all(torch.equal(before[k], after[k]) for k in before)

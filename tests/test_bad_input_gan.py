@@ -53,6 +53,10 @@ def exports(tmp_path_factory):
     (truncated / "config.json").write_bytes((root / "run" / "generator" / "config.json").read_bytes())
     weights = (root / "run" / "generator" / "model.safetensors").read_bytes()
     (truncated / "model.safetensors").write_bytes(weights[: len(weights) // 2])
+    with torch.no_grad():
+        G.net[0].weight[0, 0, 0, 0] = float("nan")  # what a diverged run writes (save_generator refuses it)
+    non_finite = root / "non_finite"
+    G.save_pretrained(str(non_finite), config=json.loads((only_config / "config.json").read_text()))
     return root
 
 
@@ -156,6 +160,7 @@ TRAIN_CASES = {
         "classes/stray.png), so it is read unlabelled; move them into a class sub-folder",
     ),
     "report_to unknown": (["--report_to", "mlfow"], "--report_to mlfow: unknown tracker mlfow"),
+    "report_to all,none": (["--report_to", "all,none"], "--report_to all,none: all and none cannot be combined"),
     "push_to_hub without repo": (["--push_to_hub"], "--push_to_hub needs --hub_model_id USER/NAME"),
     "mnist missing": (lambda tmp: ["--dataset", "mnist", "--data_dir", str(tmp / "mnist")], "--download"),
     "time_budget": (["--time_budget", "soon"], "--time_budget 'soon' is not a duration; write e.g. 90s, 15m"),
@@ -194,6 +199,7 @@ SAMPLE_CASES = {
     "truncated weights": (lambda e, tmp: gen(e, "truncated"), "could not load model.safetensors"),
     "run folder": (lambda e, tmp: gen(e, "run"), "this is a training run folder, not its export; pass "),
     "classifier folder": (lambda e, tmp: gen(e, "classifier"), "not a generator: its config.json has no z_dim"),
+    "non-finite weights": (lambda e, tmp: gen(e, "non_finite"), "model.safetensors holds NaN/Inf in net.0.weight"),
     "output_dir is a file": (lambda e, tmp: [*gen(e), "--output_dir", str(tmp / "notes.txt")], "--output_dir"),
     "grid type": (lambda e, tmp: [*gen(e), "--grid", str(tmp / "x.xyz")], "--grid"),
     "grid is a folder": (lambda e, tmp: [*gen(e), "--grid", str(tmp)], "is a folder"),
@@ -257,6 +263,7 @@ EVALUATE_CASES = {
             "truncated weights",
             "run folder",
             "classifier folder",
+            "non-finite weights",
         )
     },
     "output_dir is a file": (lambda e, tmp: [*gen(e), "--output_dir", str(tmp / "notes.txt")], "--output_dir"),

@@ -32,6 +32,15 @@ def test_help_lists_every_command(capsys):
     assert all(f"  {name} " in out for name in cli.COMMANDS)
 
 
+@pytest.mark.parametrize("flag", ["--version", "-V"])
+def test_version(capsys, flag):
+    import re
+
+    assert cli.main([flag]) == 0
+    version = re.search(r'^version = "(.+)"$', (ROOT / "pyproject.toml").read_text(), re.M).group(1)
+    assert capsys.readouterr().out == f"gan-accel {version}\n"
+
+
 def test_unknown_command_is_one_line_with_a_suggestion(capsys):
     assert cli.main(["train-gna"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
@@ -129,3 +138,41 @@ def test_garbage_is_still_finalised_when_a_command_exits(tmp_path):
     )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
     assert marker.exists()
+
+
+def user_facing_strings(path: Path) -> list:
+    """The string constants of a module a user can read: messages, help texts, card text, and a
+    command module's docstring (its --help description); other docstrings are for developers."""
+    import ast
+
+    tree = ast.parse(path.read_text())
+    docstrings = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+    }
+    if path.parent.name == "cli":
+        docstrings.discard(id(tree.body[0].value))
+    return [
+        node.value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings
+    ]
+
+
+def test_messages_name_commands_not_script_files():
+    """``pip install`` provides the gan-accel command, not scripts/*.py: no message, help text or
+    model card may tell a user to run a script file."""
+    import re
+
+    script = re.compile(r"\b(?:scripts/)?(" + "|".join(m for m, _ in cli.COMMANDS.values()) + r")\.py\b")
+    found = [
+        f"{path.relative_to(ROOT)}: {match.group(0)}"
+        for path in sorted((ROOT / "gan_accel").rglob("*.py"))
+        for text in user_facing_strings(path)
+        for match in script.finditer(text)
+    ]
+    assert not found, found

@@ -108,7 +108,13 @@ def test_real_images_score_near_the_floor_and_noise_far_above(evaluator, digits)
     # manifold and cover it; uniform noise is nowhere near it.
     assert real_like["eval/precision"] > 0.8 and real_like["eval/recall"] > 0.8 and real_like["eval/coverage"] > 0.9
     assert noise["eval/precision"] < 0.05 and noise["eval/density"] < 0.05
-    assert real_like["eval/fid_ci_low"] <= real_like["eval/fid"] <= real_like["eval/fid_ci_high"]
+    from gan_accel.metrics.bootstrap import METRIC_RANGES
+
+    for result in (real_like, noise):  # each reported value inside its interval, inside its range
+        for name, (bottom, top) in METRIC_RANGES.items():
+            value = result["eval/kid_mean" if name == "kid" else f"eval/{name}"]
+            low, high = result[f"eval/{name}_ci_low"], result[f"eval/{name}_ci_high"]
+            assert bottom <= low <= value <= high <= top, (name, low, value, high)
 
 
 def test_every_result_carries_its_protocol(evaluator, digits):

@@ -1,14 +1,19 @@
 """export_onnx.py: the graph onnxruntime runs matches PyTorch (unconditional with truncation,
 class-conditional, CycleGAN translator), at batch sizes other than the one it was traced with."""
 
+import shutil
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
+from safetensors.torch import load_file, save_file
 
 from gan_accel.cyclegan.export import save_translator
 from gan_accel.cyclegan.models import ResnetGenerator
 from gan_accel.models import build_models, load_generator, save_generator
 from helpers import load_script, one_line_error
+from run_fixtures import snapshot
 
 pytest.importorskip("onnx")
 pytest.importorskip("onnxruntime")
@@ -31,6 +36,12 @@ def exports(tmp_path_factory):
         torch.nn.init.normal_(embedding.weight)  # at init every class has gain 1, bias 0: labels would not matter
     save_generator(G, root / "resnet_cond")
     save_translator(ResnetGenerator(1, 8, 1), root / "A2B", "A2B", 16)
+    for name in ("dcgan", "A2B"):  # the same exports with one weight NaN, as a diverged run leaves them
+        nan_copy = root / f"{name}_nan"
+        shutil.copytree(root / name, nan_copy)
+        weights = load_file(nan_copy / "model.safetensors")
+        weights[sorted(weights)[0] if name == "A2B" else "net.0.weight"].view(-1)[0] = float("nan")
+        save_file(weights, nan_copy / "model.safetensors", metadata={"format": "pt"})
     return root
 
 
@@ -77,17 +88,41 @@ def test_translator_graph_with_dynamic_batch_and_size(exports, tmp_path):
     "flags,match",
     [
         (lambda e, tmp: [], "pass exactly one of --generator DIR and --translator DIR"),
-        (lambda e, tmp: ["--generator", str(e / "A2B")], "not a generator: its config.json has no z_dim"),
+        (
+            lambda e, tmp: ["--generator", str(e / "A2B")],
+            "a CycleGAN translator (A2B), not a noise-to-image generator; pass it as --translator",
+        ),
+        (lambda e, tmp: ["--translator", str(e / "A2B_nan")], "A2B_nan/model.safetensors holds NaN/Inf in"),
+        (
+            lambda e, tmp: ["--generator", str(e / "dcgan_nan")],
+            "dcgan_nan/model.safetensors holds NaN/Inf in net.0.weight",
+        ),
         (lambda e, tmp: ["--translator", str(e / "dcgan")], "--translator"),
         (lambda e, tmp: ["--generator", str(tmp)], "not an exported generator folder"),
         (lambda e, tmp: ["--generator", str(e / "dcgan"), "--output", str(tmp)], "--output"),
     ],
 )
 def test_bad_input(exports, tmp_path, capsys, flags, match):
-    before = sorted(p.name for p in tmp_path.rglob("*"))
+    before = (snapshot(tmp_path), snapshot(exports))
     line = one_line_error(export_onnx, flags(exports, tmp_path), capsys)
     assert match in line, line
-    assert sorted(p.name for p in tmp_path.rglob("*")) == before
+    assert (snapshot(tmp_path), snapshot(exports)) == before
+
+
+def test_a_graph_that_differs_from_pytorch_fails_the_check(exports, tmp_path, capsys, monkeypatch):
+    """The check can fail: a NaN output or one off by more than the tolerance is an error and
+    no graph is written (before, "max abs difference nan" passed)."""
+    import gan_accel.models.onnx_export as onnx_export
+
+    real = onnx_export.run_onnx
+    for wrong in (lambda out: out + 1e-3, lambda out: out * float("nan")):
+        monkeypatch.setattr(onnx_export, "run_onnx", lambda path, feeds, wrong=wrong: wrong(real(path, feeds)))
+        before = snapshot(tmp_path)
+        line = one_line_error(
+            export_onnx, ["--generator", str(exports / "dcgan"), "--output", str(tmp_path / "g.onnx")], capsys
+        )
+        assert "onnxruntime and PyTorch differ by" in line and "tolerance 1e-04" in line and "was not written" in line
+        assert snapshot(tmp_path) == before
 
 
 def test_missing_onnxruntime_is_one_line(exports, capsys, monkeypatch):
@@ -99,3 +134,22 @@ def test_missing_onnxruntime_is_one_line(exports, capsys, monkeypatch):
     )
     line = one_line_error(export_onnx, ["--generator", str(exports / "dcgan")], capsys)
     assert "pip install 'gan_accel[onnx]'" in line and "onnxruntime" in line
+
+
+def test_a_full_disk_at_the_onnx_export_is_one_line_and_keeps_the_previous_graph(
+    exports, tmp_path, capsys, monkeypatch
+):
+    (tmp_path / "g.onnx").write_bytes(b"an earlier graph")
+    before = snapshot(tmp_path)
+
+    def disk_full_halfway(module, args, path, **kwargs):
+        Path(path).write_bytes(b"partial")
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(torch.onnx, "export", disk_full_halfway)
+    line = one_line_error(
+        export_onnx, ["--generator", str(exports / "dcgan"), "--output", str(tmp_path / "g.onnx")], capsys
+    )
+    assert f"could not write ONNX graph {tmp_path / 'g.onnx'} ([Errno 28] No space left on device)" in line
+    assert "the previous g.onnx is kept" in line
+    assert snapshot(tmp_path) == before  # no .unchecked-g.onnx(.tmp) left behind

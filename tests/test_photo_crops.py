@@ -1,9 +1,11 @@
 """scripts/make_photo_crops.py: one sub-folder per bundled photo, the requested counts and size, a
 held-out split of other crops, and a refusal to write into a folder that holds something."""
 
+import pytest
 from PIL import Image
 
 from helpers import load_script, one_line_error
+from run_fixtures import snapshot
 
 make_photo_crops = load_script("make_photo_crops").main
 
@@ -33,10 +35,26 @@ def test_crops_per_photo_with_a_heldout_split(tmp_path):
     assert before != (out / "heldout" / "china" / "00000.png").read_bytes()  # another seed, other crops
 
 
-def test_a_folder_with_files_is_refused(tmp_path, capsys):
+@pytest.mark.parametrize(
+    "flags,match",
+    [
+        (["--output_dir", "{tmp}"], "--output_dir {tmp}: exists and is not an empty folder"),
+        (["--output_dir", "{tmp}/mine.txt"], "exists and is not an empty folder"),
+        # before: argparse's usage block, then "argument --num_crops: invalid int value"
+        (
+            ["--output_dir", "{tmp}/new", "--num_crops", "2.5"],
+            "argument --num_crops/--num-crops: invalid int value: '2.5'",
+        ),
+        (["--output_dir", "{tmp}/new", "--size", "0"], "--size must be > 0"),
+        (["--output_dir", "{tmp}/new", "--num_heldout", "-1"], "--num_heldout must be >= 0"),
+    ],
+)
+def test_bad_input_is_one_line_and_changes_nothing(tmp_path, capsys, flags, match):
     (tmp_path / "mine.txt").write_text("keep")
-    line = one_line_error(make_photo_crops, ["--output_dir", str(tmp_path)], capsys)
-    assert "--output_dir" in line and (tmp_path / "mine.txt").read_text() == "keep"
+    before = snapshot(tmp_path)
+    line = one_line_error(make_photo_crops, [f.format(tmp=tmp_path) for f in flags], capsys)
+    assert match.format(tmp=tmp_path) in line, line
+    assert snapshot(tmp_path) == before
 
 
 def test_the_benchmark_judge_labels_each_crop_with_the_cell_of_its_centre(tmp_path):

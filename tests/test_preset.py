@@ -174,3 +174,96 @@ def test_digits_read_from_the_shipped_file_equal_load_digits(monkeypatch):
         monkeypatch.setattr(importlib.util, "find_spec", lambda name, spec=spec: spec)
         images, labels = _load_digits()
         assert torch.equal(images, want) and torch.equal(labels, torch.from_numpy(digits.target.astype("int64")))
+
+
+def indistinct_folder(root, per_class=60):
+    """Class sub-folders that cannot be told apart (by date, by camera): the same noise in each."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    for name in ("2024-05", "2024-06"):
+        for i in range(per_class):
+            write_png(root / name / f"{i}.png", rng.integers(0, 255, (16, 16), dtype=np.uint8))
+    return root
+
+
+def test_evaluation_the_preset_chose_but_cannot_build_leaves_the_run_training(tmp_path, capsys):
+    """Before: the default command stopped after the one-off classifier ("reaches only 0.5...
+    use --feature_extractor inception", a flag train-gan does not have)."""
+    data = indistinct_folder(tmp_path / "d")
+    flags = ["--dataset", "folder", "--data_dir", str(data), "--max_steps", "2", "--g_channels", "4"]
+    flags += ["--d_channels", "4", "--eval_num_images", "20", "--eval_cache_dir", str(tmp_path / "cache")]
+    assert train_gan([*flags, "--output_dir", str(tmp_path / "o")]) == 0
+    out = capsys.readouterr().out
+    assert "  --num_evaluations 10: evaluate (domain FID)" in out
+    assert "warning: training without evaluation: the domain classifier for" in out
+    assert "--eval_feature_extractor inception" in out and "--feature_extractor inception" not in out.replace(
+        "--eval_f", ""
+    )
+    assert (tmp_path / "o" / "generator" / "model.safetensors").is_file()
+    assert not (tmp_path / "o" / "best_generator").exists()
+    # Asked for by the user, the same evaluation refuses, in train-gan's own flags.
+    from run_fixtures import user_error
+
+    line = user_error(train_gan, [*flags, "--output_dir", str(tmp_path / "asked"), "--num_evaluations", "2"], capsys)
+    assert "held-out accuracy" in line and "--num_evaluations 0 --eval_every 0" in line
+    assert "--eval_feature_extractor inception" in line and "--min_classifier_accuracy" not in line
+
+
+def test_a_batch_never_larger_than_the_folder():
+    for n in (1, 2, 3, 7):
+        assert chosen(num_images=n)["batch_size"] == n
+    assert chosen(num_images=8)["batch_size"] == 8 and chosen(num_images=100)["batch_size"] == 25
+    # Each of 2 processes takes a full batch of its own.
+    assert chosen(num_images=3, processes=2)["batch_size"] == 1
+    assert chosen(num_images=20, processes=2)["batch_size"] == 8
+    assert chosen(num_images=12, processes=2)["batch_size"] == 6
+
+
+def colour_folder(root, count, start=0):
+    import numpy as np
+
+    rng = np.random.default_rng(start)
+    for i in range(start, start + count):
+        write_png(root / f"{i:03d}.png", rng.integers(0, 255, (16, 16, 3), dtype=np.uint8))
+    return root
+
+
+TINY_NETS = ["--g_channels", "4", "--d_channels", "4", "--num_grids", "0", "--num_sample_images", "4"]
+
+
+def test_a_folder_of_one_to_three_images_trains(tmp_path, capsys):
+    """Before: --dry_run passed, then the run stopped: "--batch_size 8 x 1 processes is larger
+    than the dataset (3 images); lower --batch_size", a flag the user never gave."""
+    for n in (1, 3):
+        data = colour_folder(tmp_path / f"d{n}", n)
+        argv = ["--dataset", "folder", "--data_dir", str(data), "--output_dir", str(tmp_path / f"o{n}")]
+        assert train_gan([*argv, *TINY_NETS, "--max_steps", "2"]) == 0
+        assert f"  --batch_size {n}: {n} image(s): every image in each batch" in capsys.readouterr().out
+        assert (tmp_path / f"o{n}" / "generator" / "model.safetensors").is_file()
+
+
+def test_resume_after_more_images_were_collected_keeps_the_batch_size(tmp_path, capsys):
+    """The documented --allow_data_change case: 40 images (batch 10), then 60. Before: refused,
+    the preset re-derived --batch_size 15 from the grown folder."""
+    import json
+
+    data = colour_folder(tmp_path / "d", 40)
+    argv = ["--dataset", "folder", "--data_dir", str(data), "--output_dir", str(tmp_path / "o"), *TINY_NETS]
+    assert train_gan([*argv, "--max_steps", "2", "--checkpointing_steps", "2"]) == 0
+    colour_folder(data, 20, start=40)
+    capsys.readouterr()
+    assert train_gan([*argv, "--max_steps", "4", "--resume_from_checkpoint", "latest", "--allow_data_change"]) == 0
+    out = capsys.readouterr().out
+    assert "  --batch_size 10: kept from step_00000002, the checkpoint this run resumes" in out
+    assert json.loads((tmp_path / "o" / "config.json").read_text())["batch_size"] == 10
+
+
+def test_no_preset_on_colour_images_warns_that_the_run_is_grey(tmp_path, capsys):
+    data = colour_folder(tmp_path / "d", 4)
+    argv = ["--dataset", "folder", "--data_dir", str(data), "--output_dir", str(tmp_path / "o"), "--dry_run"]
+    assert train_gan([*argv, "--preset", "none", "--batch_size", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "holds colour images, but without the preset --channels is 1: the run trains on grey copies" in out
+    assert train_gan([*argv, "--preset", "none", "--batch_size", "2", "--channels", "1"]) == 0
+    assert "grey copies" not in capsys.readouterr().out  # asked for grey: no warning

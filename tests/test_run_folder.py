@@ -11,6 +11,7 @@ from types import SimpleNamespace
 
 import pytest
 from accelerate import Accelerator
+from safetensors import SafetensorError
 
 from gan_accel.loop.metrics_log import ExplosionCheck, MetricsLogger
 from helpers import read_jsonl
@@ -190,6 +191,50 @@ def test_full_disk_at_a_checkpoint_is_one_line_and_leaves_no_partial_folder(base
     assert f"the previous checkpoint {run}/checkpoints/step_00000004 is kept" in line
     assert sorted(p.name for p in (run / "checkpoints").iterdir()) == ["step_00000002", "step_00000004"]
     assert not (run / "run.lock").exists()  # released on the error: the next run may start
+
+
+# What safetensors raises on a full disk: its own error type, neither OSError nor RuntimeError.
+SAFETENSORS_FULL = "Error while serializing: I/O error: No space left on device (os error 28)"
+
+
+def resume_to_step_6(run, capsys) -> str:
+    """Resume the copied run (checkpoints at steps 2 and 4) to step 6, expecting one error line."""
+    argv = [*BASE_FLAGS, "--output_dir", str(run), "--resume_from_checkpoint", "latest", "--max_steps", "6"]
+    return user_error(train_gan, argv, capsys, bar="gan")
+
+
+def safetensors_full_disk(tensors, filename, metadata=None):
+    Path(filename).write_bytes(b"x" * 100)  # a partial file, then the failure
+    raise SafetensorError(SAFETENSORS_FULL)
+
+
+def test_full_disk_in_safetensors_at_a_checkpoint_is_one_line(base_run, tmp_path, capsys, monkeypatch):
+    """The weights' writer fails (before: a SafetensorError traceback and an empty .tmp-step_6/)."""
+    import accelerate.utils.other
+
+    run = copy_run(base_run, tmp_path / "run")
+    monkeypatch.setattr(accelerate.utils.other, "safe_save_file", safetensors_full_disk)
+    before = snapshot(run / "checkpoints")
+    line = resume_to_step_6(run, capsys)
+    assert f"could not write checkpoint {run}/checkpoints/step_00000006 ({SAFETENSORS_FULL})" in line
+    assert f"the previous checkpoint {run}/checkpoints/step_00000004 is kept" in line
+    assert snapshot(run / "checkpoints") == before  # no .tmp-step_00000006, the others untouched
+    assert not (run / "run.lock").exists()
+
+
+def test_full_disk_at_the_export_is_one_line_and_keeps_the_previous_export(base_run, tmp_path, capsys, monkeypatch):
+    import safetensors.torch
+
+    run = copy_run(base_run, tmp_path / "run")
+    # The checkpoints' writer (bound inside Accelerate) still works; the export's does not.
+    monkeypatch.setattr(safetensors.torch, "save_file", safetensors_full_disk)
+    before = snapshot(run / "generator")
+    line = resume_to_step_6(run, capsys)
+    assert f"could not write export {run}/generator ({SAFETENSORS_FULL}); the previous generator is kept" in line
+    assert snapshot(run / "generator") == before
+    assert not [p.name for p in run.iterdir() if p.name.startswith((".tmp-", ".old-"))]
+    assert (run / "checkpoints" / "step_00000006").is_dir()  # the training is not lost
+    assert not (run / "run.lock").exists()
 
 
 def test_non_finite_values_are_null_in_json(base_run):

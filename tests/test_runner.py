@@ -203,7 +203,7 @@ def test_translator_loader_names_what_it_was_given(tmp_path):
     gan_export = write_config(
         tmp_path / "gan" / "generator", {"z_dim": 8, "channels": 1, "image_size": 16, "arch": "dcgan"}
     )
-    with pytest.raises(UserError, match="a 'dcgan' noise-to-image generator .*sample_gan.py"):
+    with pytest.raises(UserError, match="a 'dcgan' noise-to-image generator .*gan-accel sample-gan"):
         load_translator(gan_export)
     run = tmp_path / "cyclegan_run"
     write_config(run / "generator_B2A", {"arch": "cyclegan_resnet"})
@@ -223,7 +223,7 @@ def test_generator_loader_on_a_cyclegan_run_does_not_suggest_a_missing_folder(tm
     with pytest.raises(UserError) as err:
         load_generator(run)
     message = str(err.value)
-    assert "without a generator or best_generator export" in message and "translate.py" in message
+    assert "without a generator or best_generator export" in message and "gan-accel translate" in message
     assert f"pass {run / 'generator'}" not in message
 
 

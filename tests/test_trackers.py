@@ -27,6 +27,9 @@ def test_parse_report_to(monkeypatch):
         trackers.parse_report_to("comet_ml")
     with pytest.raises(ConfigError, match="unknown tracker mlfow"):
         trackers.parse_report_to("mlfow")
+    for value, words in (("all,none", "all and none"), ("tensorboard,all", "all"), ("none, mlflow", "none")):
+        with pytest.raises(ConfigError, match=f"--report_to {value}: {words} cannot be combined with other names"):
+            trackers.parse_report_to(value)
 
 
 def test_uninstalled_tracker_is_one_line_before_anything_is_written(tmp_path, capsys, monkeypatch):

@@ -24,7 +24,7 @@ def _offline_hint(name: str, err: Exception) -> UserError:
     return UserError(
         f"--model_name_or_path {name}: could not load it ({first}). Without network access a Hub name must already "
         "be in the Hugging Face cache; otherwise pass a local folder written by save_pretrained "
-        "(for a smoke run: python scripts/make_tiny_model.py --train_file FILE --output_dir DIR)"
+        "(for a smoke run: gan-accel make-tiny-model --train_file FILE --output_dir DIR)"
     )
 
 

@@ -23,7 +23,7 @@ class PredictArguments:
     """What to predict and where the answers go."""
 
     model: str = field(
-        metadata={"help": "Model folder written by train_classifier.py (OUTPUT_DIR/model) or save_pretrained."}
+        metadata={"help": "Model folder written by gan-accel train-classifier (OUTPUT_DIR/model) or save_pretrained."}
     )
     text: Optional[List[str]] = field(default=None, metadata={"help": "One or more texts to classify."})
     input_file: Optional[str] = field(

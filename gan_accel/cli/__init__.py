@@ -56,8 +56,9 @@ COMMANDS = {
 def usage() -> str:
     width = max(map(len, COMMANDS))
     lines = [f"  {name:<{width}}  {text}" for name, (_, text) in COMMANDS.items()]
-    return "usage: gan-accel COMMAND [flags]   (gan-accel COMMAND --help for its flags)\n\ncommands:\n" + "\n".join(
-        lines
+    return (
+        "usage: gan-accel COMMAND [flags]   (gan-accel COMMAND --help for its flags; gan-accel --version)"
+        "\n\ncommands:\n" + "\n".join(lines)
     )
 
 
@@ -65,6 +66,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if not args or args[0] in ("-h", "--help"):
         print(usage())
+        return 0
+    if args[0] in ("-V", "--version"):
+        from gan_accel import __version__
+
+        print(f"gan-accel {__version__}")
         return 0
     command = args[0].replace("_", "-")
     if command not in COMMANDS:

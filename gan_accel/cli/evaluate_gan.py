@@ -5,7 +5,7 @@ the real-data floor, and (--nearest) a memorisation check.
 
 Prints a summary and writes OUTPUT_DIR/eval_results.json (OUTPUT_DIR defaults to the generator
 folder) with every number's bootstrap interval and its metric protocol (compare two results with
-scripts/compare_metrics.py A.json B.json); --nearest adds OUTPUT_DIR/nearest.png. The domain
+gan-accel compare-metrics A.json B.json); --nearest adds OUTPUT_DIR/nearest.png. The domain
 classifier and the real reference statistics are cached under --cache_dir.
 """
 

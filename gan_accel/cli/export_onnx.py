@@ -8,11 +8,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 from gan_accel.config import parse_config
 from gan_accel.data.paths import check_folders, is_within
 from gan_accel.errors import ConfigError, UserError, cli_entry
+
+# Largest difference --check accepts between onnxruntime's output and PyTorch's, on images in
+# [-1, 1]: float32 kernels sum in another order, measured 1e-9 to 2e-6 (docs/inspect_ship.md);
+# a wrong graph differs by far more.
+CHECK_TOLERANCE = 1e-4
 
 
 @dataclass
@@ -29,7 +34,9 @@ class ExportOnnxArguments:
     )
     check: bool = field(
         default=True,
-        metadata={"help": "Run the graph once with onnxruntime and print its largest difference from PyTorch."},
+        metadata={
+            "help": "Run the graph once with onnxruntime against PyTorch; a difference above 1e-4 (or NaN) is an error and nothing is written."
+        },
     )
     push_to_hub: bool = field(
         default=False,
@@ -61,7 +68,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     require_onnx()
     import torch
 
-    from gan_accel.models.onnx_export import export_generator_onnx, export_translator_onnx, run_onnx
+    from gan_accel.models.onnx_export import export_generator_onnx, export_translator_onnx
 
     source_flag, source = ("--generator", args.generator) if args.generator else ("--translator", args.translator)
     if args.output and not is_within(args.output, source):  # the default, model.onnx, goes inside the export
@@ -70,9 +77,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         from gan_accel.models import load_generator
 
         source = Path(args.generator)
-        G = load_generator(source)
+        G = load_generator(source, translator_hint=f"pass it as --translator {source}")
         out = Path(args.output) if args.output else source / ONNX_FILE
-        inputs = export_generator_onnx(G, out)
+
+        def export(path: Path) -> dict:
+            return export_generator_onnx(G, path)
+
         z = torch.randn(3, G.z_dim, generator=torch.Generator().manual_seed(0))
         labels = torch.arange(3) % G.num_classes if G.num_classes else None
         feeds = {
@@ -92,20 +102,53 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             raise UserError(str(err).replace("--generator", "--translator", 1)) from None
         out = Path(args.output) if args.output else source / ONNX_FILE
         size = int(config["image_size"])
-        inputs = export_translator_onnx(G, out, size)
+
+        def export(path: Path) -> dict:
+            return export_translator_onnx(G, path, size)
+
         x = torch.rand(3, G.channels, size, size, generator=torch.Generator().manual_seed(0)) * 2 - 1
         feeds = {"images": x.numpy()}
         with torch.no_grad():
             expected = G(x)
+    inputs, diff = write_checked(export, out, feeds if args.check else None, expected)
     print(f"Wrote {out} (inputs: {', '.join(f'{k} {v}' for k, v in inputs.items())})")
     if args.check:
-        diff = float(abs(torch.from_numpy(run_onnx(out, feeds)) - expected).max())
-        print(f"onnxruntime vs PyTorch on 3 inputs: max abs difference {diff:.2e}")
+        print(f"onnxruntime vs PyTorch on 3 inputs: max abs difference {diff:.2e} (tolerance {CHECK_TOLERANCE:.0e})")
     if args.push_to_hub:
         from gan_accel.models.hub import publish
 
         publish(source, args)
     return 0
+
+
+def write_checked(export: Callable[[Path], dict], out: Path, feeds: Optional[dict], expected) -> tuple:
+    """``(inputs, largest difference or None)``: ``export(path)`` writes the graph beside ``out``;
+    with ``feeds`` onnxruntime runs it against PyTorch's ``expected``; only then is it renamed to
+    ``out``. A failed write or check leaves ``out`` as it was and nothing beside it."""
+    import torch
+
+    from gan_accel.loop.atomic import write_failure
+    from gan_accel.models.onnx_export import run_onnx
+
+    candidate = out.with_name(f".unchecked-{out.name}")  # beside out: the rename cannot fail halfway
+    try:
+        inputs = export(candidate)
+        diff = None
+        if feeds is not None:
+            diff = float(abs(torch.from_numpy(run_onnx(candidate, feeds)) - expected).max())
+            if not diff <= CHECK_TOLERANCE:  # NaN fails too: a graph of NaN is not a match
+                raise UserError(
+                    f"export-onnx: onnxruntime and PyTorch differ by {diff:.2e} on 3 inputs (tolerance "
+                    f"{CHECK_TOLERANCE:.0e}); {out} was not written. Rerun with --debug and report it"
+                )
+        candidate.replace(out)
+    except BaseException as err:
+        candidate.unlink(missing_ok=True)
+        if isinstance(err, OSError):  # a full disk; the exporter's own RuntimeErrors are not about the disk
+            kept = f"the previous {out.name} is kept" if out.exists() else "nothing was written"
+            raise write_failure("ONNX graph", out, err, kept) from err
+        raise
+    return inputs, diff
 
 
 if __name__ == "__main__":

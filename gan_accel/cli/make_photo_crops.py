@@ -14,15 +14,35 @@ with random square crops, resized to ``--size``:
 
 from __future__ import annotations
 
-import argparse
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, Optional, Sequence
 
 import numpy as np
 from PIL import Image
 
+from gan_accel.config import check_positive, parse_config
 from gan_accel.data.paths import check_folders
-from gan_accel.errors import UserError, cli_entry
+from gan_accel.errors import ConfigError, cli_entry
+
+
+@dataclass
+class PhotoCropArguments:
+    output_dir: str = field(metadata={"help": "Folder to create (train/ and heldout/ inside)."})
+    num_crops: int = field(default=8000, metadata={"help": "Training crops, split evenly between the photos."})
+    num_heldout: int = field(default=1000, metadata={"help": "Held-out crops for the metric (0: none)."})
+    crop_size: int = field(default=128, metadata={"help": "Side of a crop in the photo's pixels."})
+    size: int = field(default=64, metadata={"help": "Side of the saved crops, pixels."})
+    seed: int = field(default=0, metadata={"help": "Seed of the crop positions (the held-out split uses seed + 1)."})
+    debug: bool = field(default=False, metadata={"help": "Show full tracebacks."})
+
+    def __post_init__(self) -> None:
+        for flag in ("num_crops", "crop_size", "size"):
+            check_positive(flag, getattr(self, flag))
+        check_positive("num_heldout", self.num_heldout, allow_zero=True)
+        out = Path(self.output_dir)
+        if out.exists() and (not out.is_dir() or any(out.iterdir())):
+            raise ConfigError(f"--output_dir {out}: exists and is not an empty folder; pass a new folder")
 
 
 def bundled_photos() -> Dict[str, Image.Image]:
@@ -72,23 +92,9 @@ def write_split(photos: Dict[str, Image.Image], folder: Path, total: int, crop_s
 
 @cli_entry
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--output_dir", required=True, help="Folder to create (train/ and heldout/ inside).")
-    parser.add_argument("--num_crops", type=int, default=8000, help="Training crops, split evenly between the photos.")
-    parser.add_argument("--num_heldout", type=int, default=1000, help="Held-out crops for the metric (0: none).")
-    parser.add_argument("--crop_size", type=int, default=128, help="Side of a crop in the photo's pixels.")
-    parser.add_argument("--size", type=int, default=64, help="Side of the saved crops, pixels.")
-    parser.add_argument(
-        "--seed", type=int, default=0, help="Seed of the crop positions (the held-out split uses seed + 1)."
-    )
-    args = parser.parse_args(argv)
+    (args,) = parse_config((PhotoCropArguments,), argv, description=__doc__)
     out = Path(args.output_dir)
     check_folders({}, {"--output_dir": out})
-    if out.exists() and any(out.iterdir()):
-        raise UserError(f"--output_dir {out}: exists and is not empty; pass a new folder")
-    for flag in ("num_crops", "crop_size", "size"):
-        if getattr(args, flag) < 1:
-            raise UserError(f"--{flag} must be >= 1; got {getattr(args, flag)}")
     photos = bundled_photos()
     written = write_split(photos, out / "train", args.num_crops, args.crop_size, args.size, args.seed)
     held = (

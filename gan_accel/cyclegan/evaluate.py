@@ -131,7 +131,9 @@ class TranslationEvaluator:
             num_floor=self.num_floor,
             classifier_accuracy=self.classifier_accuracy,
             class_preservation=preservation,
-            fid_interval=bootstrap_intervals(*self.distance.last_features(), seed=self.seed)["fid"],
+            fid_interval=bootstrap_intervals(
+                *self.distance.last_features(), seed=self.seed, estimates={"fid": scores["fid"]}
+            )["fid"],
             protocol=metric_protocol(
                 **self.protocol_base, num_real=self.distance.num_real, num_fake=int(scores["num_images"])
             ),

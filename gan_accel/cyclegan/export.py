@@ -38,7 +38,7 @@ def save_translator(
 
 # Keys of every translator's config.json (a GAN generator's or a classifier's lacks some).
 TRANSLATOR_KEYS = ("arch", "direction", "channels", "n_blocks")
-HINT = "pass OUTPUT_DIR/generator_A2B or OUTPUT_DIR/generator_B2A of a train_cyclegan.py run"
+HINT = "pass OUTPUT_DIR/generator_A2B or OUTPUT_DIR/generator_B2A of a gan-accel train-cyclegan run"
 
 
 def describe_config(config) -> str:
@@ -46,7 +46,7 @@ def describe_config(config) -> str:
     if not isinstance(config, dict):
         return "not a model config"
     if "z_dim" in config:
-        return f"a {config.get('arch', 'dcgan')!r} noise-to-image generator (use scripts/sample_gan.py for it)"
+        return f"a {config.get('arch', 'dcgan')!r} noise-to-image generator (use gan-accel sample-gan for it)"
     kind = config.get("model_type") or (config.get("architectures") or [""])[0]
     return f"a {kind} model" if kind else "not an exported generator"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import ClassVar, Optional
 
 from ..config import FREE, WARN, check_choice, check_positive, choice
 from ..data import DATASETS
@@ -350,6 +350,10 @@ class GANEvalArguments:
             "help": "Real images the evaluation uses (a fixed random subset: the domain classifier, the reference statistics and the floor are built from it once); 0: all (up to 25,000 when streaming).",
         },
     )
+
+    # Set by --preset auto when it turned evaluation on (the user asked for none): an evaluation
+    # that cannot be built then leaves the run without one, with a warning, instead of stopping it.
+    chosen_by_preset: ClassVar[bool] = False
 
     def __post_init__(self) -> None:
         check_positive("eval_every", self.eval_every, allow_zero=True)

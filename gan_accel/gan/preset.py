@@ -11,10 +11,12 @@ not pass explicitly, and each choice is printed with its reason, one line each.
 from __future__ import annotations
 
 import dataclasses
+import json
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Iterable, List, Optional, Sequence, Set, Tuple
 
-from ..errors import ConfigError
+from ..errors import ConfigError, UserError
 
 SMALL_DATASET = 2_000  # below: D memorises the set within minutes; adaptive augmentation pays
 NUM_EVALUATIONS = 10  # evaluations over a run: enough for a useful best, cheap against training
@@ -22,6 +24,7 @@ NUM_GRIDS = 20  # frames of samples/training.gif
 # Fewer images of a class than this and the one-off domain classifier cannot learn to tell the
 # classes apart (it refuses to serve below 90% held-out accuracy, which would stop the run).
 MIN_IMAGES_PER_CLASS = 50
+GREY_MODES = ("L", "LA", "1", "I", "I;16", "F")  # PIL modes of single-channel images
 
 
 # What folder_facts would read from a folder, for the datasets with a fixed training split (the
@@ -46,6 +49,7 @@ class DataFacts:
     budget_s: Optional[float] = None
     cache_dir: Optional[str] = None  # where evaluation caches may be shared between runs
     num_classes: int = 0  # class sub-folders (0: unknown or none)
+    processes: int = 1  # WORLD_SIZE under torchrun / accelerate launch: each takes its own batch
 
 
 @dataclass(frozen=True)
@@ -86,11 +90,7 @@ def choose(facts: DataFacts) -> List[Choice]:
         pick("g_channels", width, "width for a CPU" + (" and a budget of an hour or more" if width == 64 else ""))
         pick("d_channels", width, "D as wide as G")
         pick("loss", "nonsaturating", "the DCGAN objective")
-    batch = 64
-    if facts.num_images is not None and facts.num_images < 4 * batch:
-        batch = max(8, facts.num_images // 4)
-    batch_reason = "64 images per update" if batch == 64 else f"{facts.num_images} images: 4 batches an epoch"
-    pick("batch_size", batch, batch_reason)
+    pick("batch_size", *batch_size(facts.num_images, facts.processes))
     n = facts.num_images
     large = n is None or n >= SMALL_DATASET  # a streamed dataset of unknown size counts as large
     if large and not gpu:
@@ -151,6 +151,44 @@ def choose(facts: DataFacts) -> List[Choice]:
         pick("num_evaluations", 0, f"{folders}: the domain features need at least 2 (one per photo)")
     pick("num_grids", NUM_GRIDS, f"{NUM_GRIDS} sample grids over the run: the frames of samples/training.gif")
     return choices
+
+
+def batch_size(num_images: Optional[int], processes: int = 1) -> Tuple[int, str]:
+    """64, or a quarter of a small folder (at least 8), and never more than each process's share
+    of it: a run takes full batches only, one per process at least, so a larger batch would stop it."""
+    if num_images is None or num_images >= 4 * 64:
+        return 64, "64 images per update"
+    share = max(1, num_images // processes)
+    if share < 8:
+        each = f" per process ({processes} processes)" if processes > 1 else ""
+        return share, f"{num_images} image(s): every image in each batch{each}"
+    return min(max(8, num_images // 4), share), f"{num_images} images: 4 batches an epoch"
+
+
+def resumed_settings(output_dir: Optional[str], resume: Optional[str]) -> Tuple[Optional[Path], dict]:
+    """The checkpoint ``--resume_from_checkpoint`` names and the settings it was trained with;
+    ``(None, {})`` for a fresh run or one the run itself will refuse (it says why)."""
+    from ..loop.checkpoint import STATE_FILE, CheckpointManager
+
+    if not resume or not output_dir:
+        return None, {}
+    path = CheckpointManager(None, Path(output_dir), 0).latest() if resume == "latest" else Path(resume)
+    try:
+        return path, dict(json.loads((path / STATE_FILE).read_text()).get("config") or {})
+    except (OSError, TypeError, ValueError, AttributeError):
+        return None, {}
+
+
+def keep_resumed(choices: List[Choice], path: Optional[Path], saved: dict) -> List[Choice]:
+    """A resumed run continues with the settings it was trained with: the preset re-derived from
+    data that has grown since (``--allow_data_change``, "more images collected") would change, say,
+    the batch size, which a resume refuses."""
+    return [
+        Choice(c.field, saved[c.field], f"kept from {path.name}, the checkpoint this run resumes")
+        if c.field in saved and saved[c.field] != c.value
+        else c
+        for c in choices
+    ]
 
 
 def explicit_flags(
@@ -234,7 +272,7 @@ def folder_facts(data_dir: Optional[str], device: str, budget_s: Optional[float]
     try:
         with Image.open(files[0]) as image:
             native = min(image.size)
-            colour = image.mode not in ("L", "LA", "1", "I", "I;16", "F")
+            colour = image.mode not in GREY_MODES
     except OSError:
         pass  # an unreadable first file: the loader skips and counts it; the preset keeps the defaults
     return DataFacts(
@@ -267,6 +305,31 @@ def _config_path(argv: Sequence[str]) -> Optional[str]:
     )
 
 
+def preset_off_warnings(data, explicit: Set[str]) -> List[str]:
+    """Without the preset, the flags' defaults apply as they are: ``--channels 1`` makes colour
+    photos grey. Said when the folder's first image is colour and ``--channels`` was not given."""
+    if data.dataset not in ("folder", "imagefolder") or not data.data_dir or "channels" in explicit:
+        return []
+    if data.channels != 1:
+        return []
+    from PIL import Image
+
+    from ..data.images import folder_files
+
+    try:
+        _, files, _, _ = folder_files(data.data_dir)
+        with Image.open(files[0]) as image:
+            colour = image.mode not in GREY_MODES
+    except (UserError, OSError, IndexError, ValueError):
+        return []  # the run's own data loading says what is wrong with the folder
+    if not colour:
+        return []
+    return [
+        f"warning: {data.data_dir} holds colour images, but without the preset --channels is 1: the run "
+        "trains on grey copies; pass --channels 3 for colour"
+    ]
+
+
 def resolve(configs: Tuple, argv: Optional[Sequence[str]], print_fn=print) -> Tuple:
     """The script's entry: ``(data, model, train, evaluation, run)`` with one run length
     (:func:`run_length`) and the preset applied when it is wanted, its choices printed."""
@@ -287,7 +350,11 @@ def resolve(configs: Tuple, argv: Optional[Sequence[str]], print_fn=print) -> Tu
     first = os.environ.get("LOCAL_RANK", "0") == "0"
     train = run_length(train, explicit_flags(argv, (), aliases), print_fn if first else lambda *_: None)
     configs = (data, model, train, evaluation, run)
+    explicit = given_settings(configs, argv)
     if not wanted(train.preset, data.dataset, config_path is not None):
+        if first:
+            for line in preset_off_warnings(data, explicit):
+                print_fn(line)
         return configs
     device = "cuda" if torch.cuda.is_available() and not run.cpu else "cpu"
     budget_s = parse_duration(train.time_budget) if train.time_budget else None
@@ -299,10 +366,13 @@ def resolve(configs: Tuple, argv: Optional[Sequence[str]], print_fn=print) -> Tu
         facts = DataFacts(
             num_images=None, native_size=None, colour=None, labelled=False, device=device, budget_s=budget_s
         )
-    facts = dataclasses.replace(facts, cache_dir=str(resolve_cache_dir() / "eval"))
-    explicit = given_settings(configs, argv)
-    configs, lines = apply(configs, choose(facts), explicit)
+    processes = int(os.environ.get("WORLD_SIZE", "1"))
+    facts = dataclasses.replace(facts, cache_dir=str(resolve_cache_dir() / "eval"), processes=processes)
+    choices = keep_resumed(choose(facts), *resumed_settings(run.output_dir, run.resume_from_checkpoint))
+    configs, lines = apply(configs, choices, explicit)
     data, model, train, evaluation, run = configs
+    asked = explicit & {"num_evaluations", "eval_every"}
+    evaluation.chosen_by_preset = bool(evaluation.num_evaluations) and not asked
     configs = (data, model, dataclasses.replace(train, preset="auto"), evaluation, run)  # config.json says so
     if first:
         described = ", ".join(

@@ -15,7 +15,7 @@ from ..data import ResumableSampler
 from ..data.fingerprint import image_fingerprint
 from ..data.source import open_images
 from ..engine import AFTER_CHECKPOINT, UPDATE, BestKeeper, Hook, RandomStreams, State
-from ..errors import ConfigError
+from ..errors import ConfigError, UserError
 from ..loop.trackers import log_image
 from ..models import build_models, save_generator
 from ..models.hub import card_metrics, publish
@@ -180,18 +180,33 @@ class GANTrainer(Task):
         if not (e.eval_every or e.num_evaluations) or not self.accelerator.is_main_process:
             return None
         from ..metrics import GANEvaluator
+        from ..metrics.domain import WeakClassifierError
 
         cache_dir = e.eval_cache_dir or str(self.run.output_dir / "cache")
-        # Streamed: a fixed subset of the real images, so its memory does not grow with the dataset.
-        return GANEvaluator(
-            photo_run.real_subset(self.data.image_data(), e.eval_real_images),
-            feature_extractor=e.eval_feature_extractor,
-            num_images=e.eval_num_images,
-            cache_dir=cache_dir,
-            device=self.accelerator.device,
-            seed=self.run_args.seed,
-            inception_weights=e.inception_weights,
-        )
+        try:
+            # Streamed: a fixed subset of the real images, so its memory does not grow with the dataset.
+            return GANEvaluator(
+                photo_run.real_subset(self.data.image_data(), e.eval_real_images),
+                feature_extractor=e.eval_feature_extractor,
+                num_images=e.eval_num_images,
+                cache_dir=cache_dir,
+                device=self.accelerator.device,
+                seed=self.run_args.seed,
+                inception_weights=e.inception_weights,
+            )
+        except WeakClassifierError as err:
+            if e.chosen_by_preset:
+                # The user asked for a GAN, not for its evaluation: train without it.
+                self.run.print(
+                    f"warning: training without evaluation: {err.summary} (class sub-folders by date or "
+                    "camera, not by content). The preset turned evaluation on; to evaluate anyway pass "
+                    "--num_evaluations N with --eval_feature_extractor inception --inception_weights FILE"
+                )
+                return None
+            raise UserError(
+                f"{err.summary}; train without evaluation (--num_evaluations 0 --eval_every 0) or use "
+                "--eval_feature_extractor inception --inception_weights FILE"
+            ) from None
 
     def evaluate(self) -> dict:
         run = self.run

@@ -11,6 +11,23 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
+from safetensors import SafetensorError
+
+from ..errors import UserError
+
+# What a failed write (a full disk, a quota, an I/O error) raises: OSError from Python's own
+# writes, RuntimeError from torch.save's zip writer ("PytorchStreamWriter failed writing file"),
+# SafetensorError from safetensors ("Error while serializing: ... os error 28"), which derives
+# from neither.
+WRITE_ERRORS = (OSError, RuntimeError, SafetensorError)
+
+
+def write_failure(what: str, final: Path, err: BaseException, kept: str) -> UserError:
+    """The one line for a folder that could not be written: ``what`` (checkpoint, export) and
+    where, why (the error's first line), what is still there (``kept``) and what to do."""
+    reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+    return UserError(f"could not write {what} {final} ({reason}); {kept}. Free disk space or change --output_dir")
+
 
 def tmp_name(final: Path) -> Path:
     return final.with_name(f".tmp-{final.name}")
@@ -33,17 +50,21 @@ def swap_into_place(tmp: Path, final: Path) -> None:
 @contextmanager
 def atomic_folder(final: Path) -> Iterator[Path]:
     """``with atomic_folder(out) as tmp:`` write into ``tmp``; on success it becomes ``out``, on an
-    error it is removed and ``out`` is untouched."""
+    error it is removed and ``out`` is untouched. A failed write (:data:`WRITE_ERRORS`) is one
+    :class:`UserError` saying whether an earlier ``out`` is kept."""
     final = Path(final)
     tmp = tmp_name(final)
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
     try:
-        yield tmp
-    except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        yield tmp
+        swap_into_place(tmp, final)
+    except BaseException as err:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if isinstance(err, WRITE_ERRORS):
+            kept = f"the previous {final.name} is kept" if final.exists() else "nothing was written"
+            raise write_failure("export", final, err, kept) from err
         raise
-    swap_into_place(tmp, final)
 
 
 def write_json_durable(path: Path, data: dict) -> None:

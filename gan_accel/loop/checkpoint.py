@@ -24,7 +24,7 @@ from typing import Callable, Optional
 
 from ..data.fingerprint import describe_changes
 from ..errors import UserError
-from .atomic import swap_into_place, tmp_name, write_json_durable
+from .atomic import WRITE_ERRORS, swap_into_place, tmp_name, write_failure, write_json_durable
 
 STATE_FILE = "trainer_state.json"
 FINGERPRINT_FILE = "data_fingerprint.json"
@@ -98,18 +98,14 @@ class CheckpointManager:
                 write_json_durable(tmp / STATE_FILE, json_safe(trainer_state))
                 swap_into_place(tmp, final)  # re-saving a step (a signal right after a periodic save) swaps
                 self._prune()
-        except (OSError, RuntimeError) as err:
-            # A full disk surfaces as OSError (ENOSPC) from Python's own writes, as RuntimeError
-            # from torch.save's zip writer. Either way drop the partial folder at once: left
-            # behind, it would keep the disk full until the next resume.
+        except WRITE_ERRORS as err:
+            # Drop the partial folder at once: left behind, it would keep the disk full until the
+            # next resume.
             if acc.is_main_process:
                 shutil.rmtree(tmp, ignore_errors=True)
             previous = self.latest()
             kept = f"the previous checkpoint {previous} is kept" if previous else "no earlier checkpoint exists"
-            reason = str(err).splitlines()[0] if str(err) else type(err).__name__
-            raise UserError(
-                f"could not write checkpoint {final} ({reason}); {kept}. Free disk space or change --output_dir"
-            ) from None
+            raise write_failure("checkpoint", final, err, kept) from err
         acc.wait_for_everyone()
         return final
 

@@ -42,17 +42,22 @@ def installed_trackers() -> list:
 def parse_report_to(value: str) -> list:
     """``--report_to`` -> tracker names: ``none`` -> [], ``all`` -> the installed ones, a list ->
     those, each checked to be known and installed (one line naming the pip install otherwise)."""
-    names = [part.strip() for part in str(value).split(",") if part.strip()]
+    names = list(dict.fromkeys(part.strip() for part in str(value).split(",") if part.strip()))
     if names in ([], ["none"]):
         return []
     if names == ["all"]:
         return installed_trackers()
-    unknown = [n for n in names if n not in TRACKER_PACKAGES]
-    if unknown or "none" in names or "all" in names:
-        bad = ", ".join(unknown) or "none/all inside a list"
+    words = [n for n in names if n in ("none", "all")]
+    if words:
         raise ConfigError(
-            f"--report_to {value}: unknown tracker {bad}; use none, all or a comma-separated list of "
-            f"{', '.join(TRACKER_PACKAGES)}"
+            f"--report_to {value}: {' and '.join(words)} cannot be combined with other names; pass none, "
+            "all, or a comma-separated list of trackers"
+        )
+    unknown = [n for n in names if n not in TRACKER_PACKAGES]
+    if unknown:
+        raise ConfigError(
+            f"--report_to {value}: unknown tracker {', '.join(unknown)}; use none, all or a comma-separated "
+            f"list of {', '.join(TRACKER_PACKAGES)}"
         )
     available = installed_trackers()
     missing = [n for n in names if n not in available]

@@ -131,11 +131,21 @@ class DomainModel:
     def require_accuracy(self, min_accuracy: float, dataset: str) -> None:
         """Refuse to serve features from a classifier too weak to separate the classes."""
         if self.accuracy < min_accuracy:
-            raise UserError(
+            raise WeakClassifierError(
                 f"the domain classifier for {dataset} reaches only {self.accuracy:.3f} held-out accuracy "
-                f"(< {min_accuracy}); its features would make FID/KID meaningless. Lower --min_classifier_accuracy "
-                "if you accept that, or use --feature_extractor inception"
+                f"(< {min_accuracy}); its features would make FID/KID meaningless",
+                "Lower --min_classifier_accuracy if you accept that, or use --feature_extractor inception",
             )
+
+
+class WeakClassifierError(UserError):
+    """The domain classifier cannot tell the classes apart (sub-folders by date or by camera rather
+    than by content). ``summary`` says so; the message adds ``hint`` in evaluate-gan's flags, and a
+    command with other flags (train-gan) words its own."""
+
+    def __init__(self, summary: str, hint: str) -> None:
+        super().__init__(f"{summary}. {hint}")
+        self.summary = summary
 
 
 def load_or_train_domain_model(

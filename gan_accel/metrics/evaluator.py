@@ -425,8 +425,12 @@ class GANEvaluator:
         for name in ("precision", "recall", "density", "coverage"):
             setattr(result, name, float(terms[name].mean()) if finite else float("nan"))
         subset_size = kid_subset_size(real.shape[0], fake.shape[0])
+        # Centred on the reported values (KID: torchmetrics' mean over its subsets), which each
+        # interval must hold.
+        reported = {"fid": result.fid, "kid": result.kid_mean}
+        reported.update({name: getattr(result, name) for name in terms})
         result.intervals = bootstrap_intervals(
-            real, fake, terms, subset_size, self.bootstrap_resamples, seed=self.seed
+            real, fake, terms, subset_size, self.bootstrap_resamples, seed=self.seed, estimates=reported
         )
         result.protocol = metric_protocol(
             **self.protocol_base, num_real=real.shape[0], num_fake=fake.shape[0], kid_subset_size=subset_size

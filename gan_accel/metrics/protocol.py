@@ -196,7 +196,7 @@ def load_result(path: str) -> Dict[str, Any]:
     file = Path(path)
     if not file.is_file():
         what = "a folder" if file.is_dir() else "not found"
-        raise UserError(f"{path}: {what}; pass an eval_results.json written by scripts/evaluate_gan.py")
+        raise UserError(f"{path}: {what}; pass an eval_results.json written by gan-accel evaluate-gan")
     try:
         data = json.loads(file.read_text())
     except (UnicodeDecodeError, json.JSONDecodeError) as err:
@@ -206,7 +206,7 @@ def load_result(path: str) -> Dict[str, Any]:
     if not isinstance(data, dict) or not isinstance(data.get("protocol"), dict) or not data["protocol"]:
         raise UserError(
             f"{path}: no metric protocol in it (written before protocols existed, or not an evaluation); "
-            "re-run scripts/evaluate_gan.py on the generator"
+            "re-run gan-accel evaluate-gan on the generator"
         )
     return data
 

@@ -55,16 +55,25 @@ def save_export(G: nn.Module, path: Path, config: dict, card: Optional[CardInfo]
     from .hub import card_model_id, write_model_card
 
     card = card or CardInfo()
-    tensors = [t for t in (*G.parameters(), *G.buffers()) if t.is_floating_point()]
-    if not all(bool(torch.isfinite(t).all()) for t in tensors):
+    bad = non_finite_tensor(G)
+    if bad is not None:
         raise UserError(
-            f"not exporting {path}: the generator's weights are not finite (NaN/Inf), the run diverged; "
+            f"not exporting {path}: the generator's weight {bad} is not finite (NaN/Inf), the run diverged; "
             "lower the learning rates and resume from an earlier checkpoint"
         )
     with atomic_folder(Path(path)) as tmp:
         G.save_pretrained(str(tmp), config=config)
         model_id = card_model_id(Path(path), card.run_config, card.repo_suffix)
         write_model_card(tmp, G, model_id, card.run_config, card.metrics, card.translator, card.samples)
+
+
+def non_finite_tensor(G: nn.Module) -> Optional[str]:
+    """The name of the first weight or BatchNorm statistic of ``G`` holding a NaN or Inf, or None.
+    Such a network draws black or NaN images and NaN metrics without any error of its own."""
+    for name, tensor in (*G.named_parameters(), *G.named_buffers()):
+        if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
+            return name
+    return None
 
 
 def read_export_config(path: Path, hint: str, run_exports: Sequence[str] = ()) -> dict:
@@ -93,7 +102,8 @@ def read_export_config(path: Path, hint: str, run_exports: Sequence[str] = ()) -
 
 def load_export(cls, path: Path) -> nn.Module:
     """``cls.from_pretrained(path)``, in eval mode and frozen, or a one-line :class:`UserError`
-    for missing, truncated or mismatched weights."""
+    for missing, truncated or mismatched weights, or weights that are not finite. Every command
+    that reads an export (sampling, evaluation, ONNX, translation) loads it here."""
     flag = f"--generator {path}"
     if not (path / WEIGHTS).is_file():
         raise UserError(f"{flag}: config.json but no {WEIGHTS}; the export is incomplete, export it again")
@@ -107,19 +117,34 @@ def load_export(cls, path: Path) -> nn.Module:
             f"{flag}: could not load {WEIGHTS} ({reason}); the file is truncated or does not match "
             "config.json, export it again"
         ) from None
+    bad = non_finite_tensor(G)
+    if bad is not None:
+        # Exports are refused when not finite (save_export), but a file edited, written by an
+        # older version or by another tool reaches here: refuse it before any image is drawn.
+        raise UserError(
+            f"{flag}: {path / WEIGHTS} holds NaN/Inf in {bad}; the run that wrote it diverged: "
+            "export an earlier checkpoint or train again with lower learning rates"
+        )
     return G.eval().requires_grad_(False)
 
 
-def load_generator(path) -> nn.Module:
-    """The generator exported to ``path`` by :func:`save_generator`, in eval mode, frozen."""
+def load_generator(path, translator_hint: str = "use gan-accel translate for it") -> nn.Module:
+    """The generator exported to ``path`` by :func:`save_generator`, in eval mode, frozen.
+    ``translator_hint``: what to do instead when ``path`` is a CycleGAN translator (the command
+    that takes one)."""
     path = Path(path)
     config = read_export_config(
         path,
-        "pass OUTPUT_DIR/generator of a finished train_gan.py run (a CycleGAN run's "
-        "generator_A2B/B2A are translators: use scripts/translate.py)",
+        "pass OUTPUT_DIR/generator of a finished gan-accel train-gan run (a CycleGAN run's "
+        "generator_A2B/B2A are translators: use gan-accel translate)",
         run_exports=("generator", "best_generator"),
     )
     flag = f"--generator {path}"
+    if isinstance(config, dict) and "direction" in config and "z_dim" not in config:
+        raise UserError(
+            f"{flag}: this is a CycleGAN translator ({config['direction']}), not a noise-to-image "
+            f"generator; {translator_hint}"
+        )
     if not isinstance(config, dict) or any(key not in config for key in GENERATOR_KEYS):
         kind = config.get("model_type") or (config.get("architectures") or [""])[0] if isinstance(config, dict) else ""
         what = f" (it describes a {kind} model)" if kind else ""

@@ -156,9 +156,9 @@ def build_model_card(
         loading_snippet(G, model_id, translator),
         "```",
         "",
-        "From a checkout: `python scripts/sample_gan.py --generator FOLDER --num_images 16 --output_dir out`"
+        "From the command line: `gan-accel sample-gan --generator FOLDER --num_images 16 --output_dir out`"
         if not translator
-        else "From a checkout: `python scripts/translate.py --generator FOLDER ...`",
+        else "From the command line: `gan-accel translate --generator FOLDER ...`",
         "",
         "## Metrics",
         "",

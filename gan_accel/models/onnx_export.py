@@ -79,6 +79,14 @@ def _export(
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
+    try:
+        _export_to(module, args, tmp, input_names, dynamic_axes, output)
+        tmp.replace(path)  # a half-written graph never takes the name of a good one
+    finally:
+        tmp.unlink(missing_ok=True)  # after a failed write: no partial file left behind
+
+
+def _export_to(module: nn.Module, args: tuple, tmp: Path, input_names: list, dynamic_axes: dict, output: str) -> None:
     with torch.no_grad(), warnings.catch_warnings():
         # The exporter's notes on itself (deprecated in favour of dynamo, trace and constant-folding
         # remarks, InstanceNorm exported in its train form, which without running statistics is the
@@ -96,7 +104,6 @@ def _export(
             opset_version=OPSET,
             dynamo=False,
         )
-    tmp.replace(path)  # a half-written graph never takes the name of a good one
 
 
 def run_onnx(path: Path, feeds: dict):
