@@ -40,8 +40,8 @@ class NonFiniteGuard:
 
     Fed on sync steps, after DDP's all-reduce, so every rank sees the same gradients and takes
     the same decision without an extra collective. ``record`` takes a Python bool (counted at
-    once) or a 0-dim device tensor: then the counts stay on the device, with no host sync, until
-    :meth:`check` (at logging and checkpoint time) reads them and raises if the streak is too long.
+    once) or a 0-dim device tensor: then the verdicts stay on the device, with no host sync, until
+    :meth:`check` (at logging and checkpoint time) counts them and raises if the streak is too long.
     """
 
     def __init__(
@@ -62,13 +62,18 @@ class NonFiniteGuard:
             if len(self._verdicts) >= FOLD_EVERY:
                 self._fold()
             return True
+        self._count(bool(finite))
         if finite:
-            self.state.nonfinite_streak = 0
             return True
-        self.state.nonfinite_total += 1
-        self.state.nonfinite_streak += 1
         self._stop_if_too_long(what)
         return False
+
+    def _count(self, finite: bool) -> None:
+        if finite:
+            self.state.nonfinite_streak = 0
+        else:
+            self.state.nonfinite_total += 1
+            self.state.nonfinite_streak += 1
 
     def _stop_if_too_long(self, what: str) -> None:
         if self.state.nonfinite_streak >= self.max_streak:
@@ -87,7 +92,7 @@ class NonFiniteGuard:
         """Count the recorded verdicts into the device counts (no host sync): the total grows by
         the non-finite ones; the streak grows by all of them if none was finite, else it restarts
         after the last finite one."""
-        finite = torch.cat([v.reshape(1) for v in self._verdicts])
+        finite = torch.stack(self._verdicts)
         self._verdicts = []
         if self._pending is None:
             self._pending = torch.tensor(
@@ -101,14 +106,20 @@ class NonFiniteGuard:
         self._pending = torch.stack([streak, total + n - finite.sum()]).float()  # exact below 2**24
 
     def check(self, what: str = "gradients") -> None:
-        """Read the device counts back (one host sync) and stop the run if the streak is too long."""
-        if self._verdicts:
-            self._fold()
-        if self._pending is None:
+        """Read the device counts and verdicts back (a host sync) and stop the run if the streak is
+        too long. The verdicts since the last fold are counted here, on the host: once they are
+        read back, that is cheaper than counting them on the device first."""
+        if self._pending is None and not self._verdicts:
             return
-        streak, total = (int(v) for v in self._pending.tolist())
-        self._pending = None
-        self.state.nonfinite_streak, self.state.nonfinite_total = streak, total
+        if self._pending is not None:
+            streak, total = (int(v) for v in self._pending.tolist())
+            self._pending = None
+            self.state.nonfinite_streak, self.state.nonfinite_total = streak, total
+        if self._verdicts:
+            finite = torch.stack(self._verdicts).tolist()
+            self._verdicts = []
+            for verdict in finite:
+                self._count(verdict)
         self._stop_if_too_long(what)
 
 
