@@ -160,6 +160,18 @@ def test_hooks_after_checkpoint_run_once_that_steps_checkpoint_exists(tmp_path):
     assert seen == [("before", 2, False), ("after", 2, True), ("before", 4, False), ("after", 4, True)]
 
 
+def test_mixed_precision_off_enters_no_autocast(tmp_path, monkeypatch):
+    # Accelerate's autocast is a no-op then, but not a free one: several per update.
+    def refuse_autocast(engine):
+        def autocast(*args, **kwargs):
+            raise AssertionError("accelerator.autocast() entered with mixed precision off")
+
+        monkeypatch.setattr(engine.accelerator, "autocast", autocast)
+
+    engine = train(tmp_path / "run", 2, setup=refuse_autocast)
+    assert engine.state.step == 2
+
+
 def test_two_processes_equal_one_process(tmp_path):
     train(tmp_path / "single", 4, batch_size=16)
     # The checkout first on the path: run as a script, this file imports the package of its own tree.

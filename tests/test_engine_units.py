@@ -5,6 +5,8 @@ import pytest
 import torch
 import torch.nn as nn
 from accelerate.utils import DistributedType
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gan_accel.engine import (
     PER_NETWORK,
@@ -192,3 +194,42 @@ def test_random_streams_categorical_covers_every_class_and_refuses_none():
     assert streams.categorical("c", 0, 10, 3, 2).shape == (4000, 3, 2)
     with pytest.raises(ConfigError, match="num_classes >= 1"):
         streams.categorical("c", 0, 0)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    verdicts=st.lists(st.tuples(st.booleans(), st.booleans()), max_size=40),
+    fold_every=st.sampled_from([1, 2, 3, 256]),
+    start=st.tuples(st.integers(0, 3), st.integers(0, 3)),
+)
+def test_device_verdicts_count_as_python_bools_would(verdicts, fold_every, start):
+    # Device verdicts are kept and counted in batches (no per-update ops): the counts read back
+    # must be those of recording each verdict as a bool at once, at every read-back.
+    from gan_accel.loop import guard as guard_module
+    from gan_accel.loop.guard import NonFiniteGuard
+    from gan_accel.loop.state import TrainState
+
+    device_state, bool_state = TrainState(), TrainState()
+    for s in (device_state, bool_state):
+        s.nonfinite_streak, s.nonfinite_total = start[0], start[0] + start[1]
+    on_device = NonFiniteGuard(device_state, 10**6)
+    as_bools = NonFiniteGuard(bool_state, 10**6)
+    saved = guard_module.FOLD_EVERY
+    guard_module.FOLD_EVERY = fold_every
+    try:
+        for finite, read_back in verdicts:
+            on_device.record(torch.tensor(finite))
+            as_bools.record(finite)
+            if read_back:
+                on_device.check()
+                assert (device_state.nonfinite_streak, device_state.nonfinite_total) == (
+                    bool_state.nonfinite_streak,
+                    bool_state.nonfinite_total,
+                )
+        on_device.check()
+    finally:
+        guard_module.FOLD_EVERY = saved
+    assert (device_state.nonfinite_streak, device_state.nonfinite_total) == (
+        bool_state.nonfinite_streak,
+        bool_state.nonfinite_total,
+    )

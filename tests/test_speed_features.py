@@ -85,6 +85,28 @@ def test_classifier_optimizer_is_fused_and_update_is_sync_free():
         assert opt.defaults["fused"] is True
 
 
+def test_large_finite_gradients_are_applied_and_the_check_leaves_their_bits():
+    # A norm of these overflows to inf (3e38 squared): the finite check must look at the elements.
+    from types import SimpleNamespace
+
+    from gan_accel.engine import apply_update, fused_or_foreach
+    from gan_accel.engine.update import found_nonfinite
+
+    grads = [torch.tensor([3e38, -3e38, -0.0, 1e-45]), torch.ones(2, dtype=torch.bfloat16)]
+    before = [g.clone() for g in grads]
+    assert float(found_nonfinite(grads)) == 0.0
+    assert all(torch.equal(a.view(torch.uint8), b.view(torch.uint8)) for a, b in zip(before, grads))
+    grads[1][0] = float("nan")
+    assert float(found_nonfinite(grads)) == 1.0
+    p = torch.nn.Parameter(torch.ones(3))
+    raw = fused_or_foreach(torch.optim.Adam, [p], lr=0.1, betas=(0.5, 0.999))
+    acc = SimpleNamespace(sync_gradients=True, device=torch.device("cpu"))
+    opt = SimpleNamespace(optimizer=raw, step=raw.step, zero_grad=raw.zero_grad, param_groups=raw.param_groups)
+    p.grad = torch.tensor([3e38, 3e38, 1.0])
+    assert bool(apply_update(acc, opt, SimpleNamespace(step=lambda: None), True))
+    assert int(raw.state[p]["step"]) == 1  # applied, not skipped
+
+
 def test_apply_update_skips_on_device_with_a_given_verdict():
     from types import SimpleNamespace
 

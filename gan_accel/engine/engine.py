@@ -18,6 +18,7 @@ Tasks do not call it themselves: :mod:`gan_accel.runner` runs the whole sequence
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import operator
 from pathlib import Path
@@ -69,6 +70,13 @@ def empty_epoch_message(loader, num_processes: int) -> str:
     return f"the training data yields no batch in an epoch ({size}; {batch}{full}): lower --batch_size or add data"
 
 
+def autocast(accelerator):
+    """``accelerator.autocast()``, or a bare ``nullcontext`` when mixed precision is off: Accelerate
+    would also return one then, after building its state and a generator-based context for each
+    call (several times per update, as much as a small model's update costs in optimizer kernels)."""
+    return accelerator.autocast() if accelerator.native_amp else contextlib.nullcontext()
+
+
 def backward_phase(accelerator, phase, step: Step, frozen: Optional[list] = None) -> Dict[str, torch.Tensor]:
     """The phase's loss (under autocast) and its backward, with the parameters of its frozen
     networks frozen: the loss may run through them but must not write their gradients
@@ -80,7 +88,7 @@ def backward_phase(accelerator, phase, step: Step, frozen: Optional[list] = None
     for q in frozen:
         q.requires_grad_(False)
     try:
-        with accelerator.autocast():
+        with autocast(accelerator):
             loss, metrics = phase.loss(step)
         try:
             accelerator.backward(loss, retain_graph=phase.retain_graph)
@@ -236,7 +244,7 @@ class Engine:
         with acc.accumulate(*self._trained):
             synced = acc.sync_gradients
             if self.recipe.inputs is not None:
-                with acc.autocast():
+                with autocast(acc):
                     step.update(self.recipe.inputs(step))
             for i, phase in enumerate(active):
                 metrics.update(backward_phase(acc, phase, step, self._frozen[phase.name]))

@@ -14,6 +14,20 @@ def gradients_of(optimizer) -> list:
     return [p.grad for group in optimizer.param_groups for p in group["params"] if p.grad is not None]
 
 
+def found_nonfinite(grads: list) -> torch.Tensor:
+    """1.0 if any element of ``grads`` is inf or NaN, else 0.0 (0-dim): the ``found_inf`` a fused
+    optimizer takes, from one vectorised pass. It is the check GradScaler makes while it
+    unscales, here with a scale of 1 (``x * 1 == x``: the gradients keep every bit); a norm would
+    cost several times more on a small model, and overflow on large finite gradients."""
+    if not grads or any(g.is_sparse for g in grads) or len({g.device for g in grads}) > 1:
+        return (~all_finite(grads)).float()
+    device = grads[0].device
+    found_inf = torch.zeros(1, device=device)
+    with torch.no_grad():
+        torch._amp_foreach_non_finite_check_and_unscale_(grads, found_inf, torch.ones((), device=device))
+    return found_inf.view(())  # 0-dim, as the optimizers' step counts it is subtracted from
+
+
 def apply_update(
     accelerator,
     optimizer,
@@ -44,15 +58,18 @@ def apply_update(
         norm = accelerator.clip_grad_norm_(params, max_grad_norm)
         if finite is None and norm is not None:
             finite = torch.isfinite(norm)
+    found_inf = None
     if check_finite and finite is None:
-        finite = all_finite(gradients_of(optimizer))
+        found_inf = found_nonfinite(gradients_of(optimizer))
+        finite = found_inf == 0
     elif not check_finite:
         finite = None
     if agree_across_ranks and finite is not None:
         finite = accelerator.reduce((~finite).float().reshape(1).to(accelerator.device), reduction="sum")[0] == 0
+        found_inf = None
     raw = getattr(optimizer, "optimizer", optimizer)
     if finite is not None and raw.defaults.get("fused"):
-        raw.found_inf = (~finite).float()
+        raw.found_inf = (~finite).float() if found_inf is None else found_inf
         optimizer.step()
         raw.found_inf = None
     elif finite is not None and not bool(finite):

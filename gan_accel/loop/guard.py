@@ -15,12 +15,17 @@ def all_finite(tensors: Iterable[torch.Tensor]) -> torch.Tensor:
     tensors = [t for t in tensors if t is not None]
     if not tensors:
         return torch.tensor(True)
-    norms = torch._foreach_norm(tensors)
-    return torch.isfinite(torch.stack([n.float() for n in norms])).all()
+    # stack promotes mixed dtypes itself, and inf/NaN survive the promotion: no per-norm cast.
+    return torch.stack(torch._foreach_norm(tensors)).isfinite().all()
 
 
 def grads_finite(module: torch.nn.Module) -> torch.Tensor:
     return all_finite(p.grad for p in module.parameters() if p.grad is not None)
+
+
+# Verdicts kept before they are counted on the device: bounds their memory when the counts are
+# read back rarely (a long --log_every).
+FOLD_EVERY = 256
 
 
 def what_is_kept(latest: Optional[Path]) -> str:
@@ -35,8 +40,8 @@ class NonFiniteGuard:
 
     Fed on sync steps, after DDP's all-reduce, so every rank sees the same gradients and takes
     the same decision without an extra collective. ``record`` takes a Python bool (counted at
-    once) or a 0-dim device tensor: then the counts stay on the device, with no host sync, until
-    :meth:`check` (at logging and checkpoint time) reads them and raises if the streak is too long.
+    once) or a 0-dim device tensor: then the verdicts stay on the device, with no host sync, until
+    :meth:`check` (at logging and checkpoint time) counts them and raises if the streak is too long.
     """
 
     def __init__(
@@ -47,24 +52,28 @@ class NonFiniteGuard:
         # Says what the stop leaves behind: the newest complete checkpoint, or None before any.
         self.latest_checkpoint = latest_checkpoint
         self._pending = None  # device tensor [streak, total] not yet read back
+        self._verdicts: list = []  # device verdicts recorded since the last fold, oldest first
 
     def record(self, finite, what: str = "gradients") -> bool:
         if torch.is_tensor(finite):
-            bad = (~finite).float().reshape(1)
-            if self._pending is None:
-                self._pending = torch.tensor(
-                    [self.state.nonfinite_streak, self.state.nonfinite_total], dtype=torch.float32, device=bad.device
-                )
-            streak, total = self._pending.unbind()
-            self._pending = torch.cat([(streak + bad) * bad, total + bad])  # streak resets on a finite update
+            # Kept as is and counted in one go later: a handful of tiny device ops per update is
+            # a visible share of a small model's update.
+            self._verdicts.append(finite)
+            if len(self._verdicts) >= FOLD_EVERY:
+                self._fold()
             return True
+        self._count(bool(finite))
         if finite:
-            self.state.nonfinite_streak = 0
             return True
-        self.state.nonfinite_total += 1
-        self.state.nonfinite_streak += 1
         self._stop_if_too_long(what)
         return False
+
+    def _count(self, finite: bool) -> None:
+        if finite:
+            self.state.nonfinite_streak = 0
+        else:
+            self.state.nonfinite_total += 1
+            self.state.nonfinite_streak += 1
 
     def _stop_if_too_long(self, what: str) -> None:
         if self.state.nonfinite_streak >= self.max_streak:
@@ -79,13 +88,38 @@ class NonFiniteGuard:
             return "the run stopped"
         return f"the run stopped {what_is_kept(self.latest_checkpoint())}"
 
-    def check(self, what: str = "gradients") -> None:
-        """Read the device counts back (one host sync) and stop the run if the streak is too long."""
+    def _fold(self) -> None:
+        """Count the recorded verdicts into the device counts (no host sync): the total grows by
+        the non-finite ones; the streak grows by all of them if none was finite, else it restarts
+        after the last finite one."""
+        finite = torch.stack(self._verdicts)
+        self._verdicts = []
         if self._pending is None:
+            self._pending = torch.tensor(
+                [self.state.nonfinite_streak, self.state.nonfinite_total], dtype=torch.float32, device=finite.device
+            )
+        streak, total = self._pending.unbind()
+        n = finite.numel()
+        position = torch.arange(1, n + 1, device=finite.device)
+        last_finite = (finite * position).max()  # 1-based; 0 when none was finite
+        streak = torch.where(last_finite == 0, streak + n, n - last_finite)
+        self._pending = torch.stack([streak, total + n - finite.sum()]).float()  # exact below 2**24
+
+    def check(self, what: str = "gradients") -> None:
+        """Read the device counts and verdicts back (a host sync) and stop the run if the streak is
+        too long. The verdicts since the last fold are counted here, on the host: once they are
+        read back, that is cheaper than counting them on the device first."""
+        if self._pending is None and not self._verdicts:
             return
-        streak, total = (int(v) for v in self._pending.tolist())
-        self._pending = None
-        self.state.nonfinite_streak, self.state.nonfinite_total = streak, total
+        if self._pending is not None:
+            streak, total = (int(v) for v in self._pending.tolist())
+            self._pending = None
+            self.state.nonfinite_streak, self.state.nonfinite_total = streak, total
+        if self._verdicts:
+            finite = torch.stack(self._verdicts).tolist()
+            self._verdicts = []
+            for verdict in finite:
+                self._count(verdict)
         self._stop_if_too_long(what)
 
 
