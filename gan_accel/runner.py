@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, ClassVar, Dict, List, Optional, Sequence, Tuple
 
-from .config import RunArguments, config_to_dict, parse_config, resume_policy
+from .config import RunArguments, config_to_dict, parse_config, resume_compare_as, resume_policy
 from .data.fingerprint import check_run_outside_data
 from .errors import cli_entry
 from .loop.accel import print_and_save_config
@@ -145,6 +145,7 @@ class Task:
             project=self.project,
             accelerator=self.accelerator,
             policy=resume_policy(*self.config_types()),
+            compare_as=resume_compare_as(*self.config_types()),
             outputs=names,
             data_fingerprint=self.data_fingerprint(),
         )

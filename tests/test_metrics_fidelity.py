@@ -7,6 +7,7 @@ from torchmetrics.image.fid import FrechetInceptionDistance
 
 from gan_accel.metrics.bootstrap import bootstrap_intervals, frechet_distance, mean_and_covariance
 from gan_accel.metrics.fidelity import (
+    MIN_IMAGES,
     balls_containing,
     fidelity_diversity,
     kth_neighbour_distance,
@@ -125,3 +126,13 @@ def test_fid_interval_of_a_good_generator_holds_its_fid():
     fake = torch.randn(400, DIM, generator=torch.Generator().manual_seed(5))
     low, high = bootstrap_intervals(real, fake, resamples=20, seed=0)["fid"]
     assert low <= frechet_distance(mean_and_covariance(real), fake) <= high
+
+
+def test_the_minimum_number_of_images_is_what_the_metrics_need():
+    """--num_images / --eval_num_images are refused below MIN_IMAGES: with one image fewer the
+    metrics fail (5 images passed the old check of 2, then failed at the first evaluation)."""
+    real = torch.randn(MIN_IMAGES, DIM, generator=torch.Generator().manual_seed(0))
+    fake = real + 0.1
+    assert set(per_sample_scores(real, fake)) == {"precision", "recall", "density", "coverage"}
+    with pytest.raises(ValueError, match="k-NN radii need"):
+        per_sample_scores(real[:-1], fake[:-1])

@@ -1,6 +1,7 @@
 """scripts/make_photo_crops.py: one sub-folder per bundled photo, the requested counts and size, a
 held-out split of other crops, and a refusal to write into a folder that holds something."""
 
+import pytest
 from PIL import Image
 
 from helpers import load_script, one_line_error
@@ -37,6 +38,20 @@ def test_a_folder_with_files_is_refused(tmp_path, capsys):
     (tmp_path / "mine.txt").write_text("keep")
     line = one_line_error(make_photo_crops, ["--output_dir", str(tmp_path)], capsys)
     assert "--output_dir" in line and (tmp_path / "mine.txt").read_text() == "keep"
+
+
+@pytest.mark.parametrize(
+    "flags,match",
+    [
+        # argparse's own errors printed its usage block above the message.
+        (["--num_crops", "many"], "argument --num_crops: invalid int value: 'many'; run with --help"),
+        (["--seed", "-1"], "--seed must be in [0, 4294967294]; got -1"),  # was numpy's traceback
+        (["--num_heldout", "-5"], "--num_heldout must be >= 0 (0: none); got -5"),  # was taken as 0
+    ],
+)
+def test_a_bad_flag_value_is_one_line(tmp_path, capsys, flags, match):
+    line = one_line_error(make_photo_crops, ["--output_dir", str(tmp_path / "new"), *flags], capsys)
+    assert match in line and not (tmp_path / "new").exists(), line
 
 
 def test_the_benchmark_judge_labels_each_crop_with_the_cell_of_its_centre(tmp_path):

@@ -21,7 +21,8 @@ from typing import Dict, Optional, Sequence
 import numpy as np
 from PIL import Image
 
-from gan_accel.errors import UserError, cli_entry
+from gan_accel.config import MAX_SEED
+from gan_accel.errors import UserError, cli_entry, parser_error
 
 
 def bundled_photos() -> Dict[str, Image.Image]:
@@ -80,6 +81,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument(
         "--seed", type=int, default=0, help="Seed of the crop positions (the held-out split uses seed + 1)."
     )
+    parser.error = parser_error
     args = parser.parse_args(argv)
     out = Path(args.output_dir)
     if out.exists() and any(out.iterdir()):
@@ -87,6 +89,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     for flag in ("num_crops", "crop_size", "size"):
         if getattr(args, flag) < 1:
             raise UserError(f"--{flag} must be >= 1; got {getattr(args, flag)}")
+    if args.num_heldout < 0:
+        raise UserError(f"--num_heldout must be >= 0 (0: none); got {args.num_heldout}")
+    if not 0 <= args.seed < MAX_SEED:  # numpy's range, with seed + 1 for the held-out split
+        raise UserError(f"--seed must be in [0, {MAX_SEED - 1}]; got {args.seed}")
     photos = bundled_photos()
     written = write_split(photos, out / "train", args.num_crops, args.crop_size, args.size, args.seed)
     held = (
