@@ -295,10 +295,10 @@ def test_every_command_has_a_base_command(tmp_path):
 
 @pytest.mark.parametrize("command", sorted(COMMANDS))
 def test_flags_keep_the_contract(command, inputs, monkeypatch):
-    property_test(inputs, monkeypatch, command, max_examples=25)
+    property_test(inputs, monkeypatch, command, max_examples=100)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("command", sorted(COMMANDS))
 def test_flags_keep_the_contract_many_examples(command, inputs, monkeypatch):
-    property_test(inputs, monkeypatch, command, max_examples=200)
+    property_test(inputs, monkeypatch, command, max_examples=500)
