@@ -16,16 +16,13 @@ import math
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, Optional, Sequence, Tuple, Type
+from typing import Any, Callable, Dict, Optional, Sequence, Tuple, Type
 
 import yaml
 
 from .errors import ConfigError, UserError
 
 MIXED_PRECISION = ("no", "bf16", "fp16")
-# numpy's and torch's generators take unsigned 32-bit seeds: anything else fails deep inside
-# set_seed, after the run folder was written.
-MAX_SEED = 2**32 - 1
 # Fields never written anywhere (config.json, checkpoints, trackers, model cards).
 SECRET_FIELDS = frozenset({"hub_token"})
 
@@ -38,6 +35,9 @@ WARN = "warn"  # changes with a warning: the maths of later steps, no shape and 
 #                (e.g. lower learning rates after a divergence)
 REFUSE = "refuse"  # refused in one line: shapes, data, seed, batch size, ...; a field that says nothing
 RESUME_POLICIES = (FREE, WARN, REFUSE)
+# ``metadata={"resume_as": fn}``: a resume compares fn(saved) with fn(current), for a field whose
+# spellings differ for one setting (--time_budget 40 and 40s are the same budget).
+RESUME_METADATA = ("resume", "resume_as")
 
 
 def choice(default: Any, choices: Sequence[str], help: str, resume: str = REFUSE) -> Any:
@@ -52,6 +52,30 @@ def choice(default: Any, choices: Sequence[str], help: str, resume: str = REFUSE
 def check_choice(flag: str, value: str, choices: Sequence[str]) -> None:
     if value not in choices:
         raise ConfigError(f"--{flag} must be one of {', '.join(choices)}; got {value!r}")
+
+
+# numpy's generators take seeds in [0, 2**32 - 1], and set_seed (weights, data order) seeds numpy
+# too: a seed outside it would be accepted here and fail after the run folder was written.
+MAX_SEED = 2**32 - 1
+
+
+def check_seed(flag: str, value: int) -> None:
+    if not 0 <= value <= MAX_SEED:
+        raise ConfigError(f"--{flag} must be in [0, {MAX_SEED}]; got {value}")
+
+
+def check_hub_model_id(flag: str, value: Optional[str]) -> None:
+    """The Hub's own rule for a repo id (one '/', allowed characters, length), checked at start:
+    the Hub would refuse it only at the upload, after the whole run, in words that blame the token."""
+    if value is None:
+        return
+    from huggingface_hub.utils import HFValidationError, validate_repo_id
+
+    try:
+        validate_repo_id(value)
+    except HFValidationError as err:
+        reason = str(err).replace("\n", " ")
+        raise ConfigError(f"--{flag} {value!r}: not a Hub repo id ({reason}); write it as USER/NAME") from None
 
 
 def check_positive(flag: str, value: float, allow_zero: bool = False) -> None:
@@ -170,9 +194,8 @@ class RunArguments:
     def __post_init__(self) -> None:
         if not self.output_dir:
             raise ConfigError("--output_dir must be a folder path")
-        if not 0 <= self.seed <= MAX_SEED:
-            raise ConfigError(f"--seed must be an integer from 0 to {MAX_SEED}; got {self.seed}")
         check_choice("mixed_precision", self.mixed_precision, MIXED_PRECISION)
+        check_seed("seed", self.seed)
         self.trackers  # noqa: B018  # an unknown or uninstalled tracker fails here, before any file is written
         check_positive("gradient_accumulation_steps", self.gradient_accumulation_steps)
         check_positive("log_every", self.log_every)
@@ -183,6 +206,7 @@ class RunArguments:
         check_positive("loss_explosion_window", self.loss_explosion_window)
         if self.push_to_hub and not self.hub_model_id:
             raise ConfigError("--push_to_hub needs --hub_model_id USER/NAME (the Hub repo to create or update)")
+        check_hub_model_id("hub_model_id", self.hub_model_id)
 
     @property
     def trackers(self) -> list:
@@ -223,6 +247,7 @@ def parse_config(types: Tuple[Type, ...], argv: Optional[Sequence[str]], descrip
     """
     pre = argparse.ArgumentParser(add_help=False)
     pre.add_argument("--config", default=None)
+    pre.error = _one_line_error  # e.g. --config -x: argparse would print its usage block first
     known, _ = pre.parse_known_args(argv)
 
     parser = _parser_class()(types, description=description, formatter_class=_HelpFormatter)
@@ -293,7 +318,9 @@ def _parser_class():
         @staticmethod
         def _parse_dataclass_field(parser, f: dataclasses.Field):
             f = copy.copy(f)
-            f.metadata = MappingProxyType({k: v for k, v in f.metadata.items() if k not in ("resume", "reads")})
+            f.metadata = MappingProxyType(
+                {k: v for k, v in f.metadata.items() if k not in (*RESUME_METADATA, "reads")}
+            )
             return HfArgumentParser._parse_dataclass_field(parser, f)
 
     return Parser
@@ -397,24 +424,49 @@ def resume_policy(*types: Type) -> Dict[str, str]:
     return policy
 
 
+def resume_compare_as(*types: Type) -> Dict[str, Callable[[Any], Any]]:
+    """``{field: fn}`` of the fields that declare ``metadata["resume_as"]``."""
+    return {
+        f.name: f.metadata["resume_as"] for cls in types for f in dataclasses.fields(cls) if "resume_as" in f.metadata
+    }
+
+
+def _same_setting(saved: Any, current: Any, compare_as: Optional[Callable[[Any], Any]]) -> bool:
+    if saved == current:
+        return True
+    if compare_as is None or saved is None or current is None:
+        return False
+    try:
+        return compare_as(saved) == compare_as(current)
+    except (TypeError, ValueError):  # a value the checkpoint holds but this version cannot read
+        return False
+
+
 def resume_incompatibilities(saved: dict, current: dict, policy: Optional[Dict[str, str]] = None) -> list:
     """Names and values of fields that differ between a checkpoint's config and the current one
     and may not change on resume (shapes, data, seed, batch size, accumulation, ...)."""
     return resume_changes(saved, current, policy)[0]
 
 
-def resume_changes(saved: dict, current: dict, policy: Optional[Dict[str, str]] = None) -> Tuple[list, list]:
+def resume_changes(
+    saved: dict,
+    current: dict,
+    policy: Optional[Dict[str, str]] = None,
+    compare_as: Optional[Dict[str, Callable[[Any], Any]]] = None,
+) -> Tuple[list, list]:
     """(refused, allowed-with-a-warning) differences between a checkpoint's config and this one,
     each as ``--key old -> new``, by ``policy`` (:func:`resume_policy`; by default that of
-    :class:`RunArguments`; a key it does not know is refused). A checkpoint written before a
-    field was renamed is read under the new name."""
+    :class:`RunArguments`; a key it does not know is refused). ``compare_as``
+    (:func:`resume_compare_as`): fields compared by what their values mean. A checkpoint written
+    before a field was renamed is read under the new name."""
     policy = resume_policy(RunArguments) if policy is None else policy
+    compare_as = compare_as or {}
     saved = {RENAMED_FIELDS.get(k, k): v for k, v in saved.items()}
     refused = []
     changed = []
     for key in sorted(set(saved) | set(current)):
         rule = policy.get(key, REFUSE)
-        if rule == FREE or saved.get(key) == current.get(key):
+        if rule == FREE or _same_setting(saved.get(key), current.get(key), compare_as.get(key)):
             continue
         line = f"--{key} {saved.get(key)!r} -> {current.get(key)!r}"
         (changed if rule == WARN else refused).append(line)

@@ -27,6 +27,11 @@ class TaskMethodError(UserError):
 EXIT_USER_ERROR = 2
 
 
+def parser_error(message: str):
+    """``parser.error = parser_error``: argparse would print its whole usage block before the message."""
+    raise UserError(f"{message}; run with --help")
+
+
 def cli_entry(main: Callable[[Optional[Sequence[str]]], int]) -> Callable[[Optional[Sequence[str]]], int]:
     """Wrap a script's ``main(argv)``: a :class:`UserError` becomes ``error: ...`` on stderr and
     exit code 2. ``--debug`` on the command line re-raises with the full traceback."""
@@ -42,6 +47,13 @@ def cli_entry(main: Callable[[Optional[Sequence[str]]], int]) -> Callable[[Optio
                     raise err.__cause__ from None  # the task's own traceback, where the bug is
                 raise
             print(f"error: {err}", file=sys.stderr)
+            raise SystemExit(EXIT_USER_ERROR) from None
+        except OSError as err:
+            # A path the user gave that the system refuses (a name too long for the file system,
+            # a folder without permission): the path and the reason, not a traceback.
+            if err.filename is None or "--debug" in args:
+                raise
+            print(f"error: {err.filename}: {err.strerror}; pass another path", file=sys.stderr)
             raise SystemExit(EXIT_USER_ERROR) from None
 
     return wrapper

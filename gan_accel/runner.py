@@ -37,7 +37,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Callable, ClassVar, Dict, FrozenSet, List, Optional, Sequence, Tuple
 
-from .config import RunArguments, config_to_dict, parse_config, resume_policy
+from .config import RunArguments, config_to_dict, parse_config, resume_compare_as, resume_policy
 from .data.fingerprint import FOLDER_DATASETS
 from .data.paths import check_folders
 from .errors import TaskMethodError, UserError, cli_entry
@@ -212,6 +212,7 @@ class Task:
             project=self.project,
             accelerator=self.accelerator,
             policy=resume_policy(*self.config_types()),
+            compare_as=resume_compare_as(*self.config_types()),
             outputs=self.output_names(),
             data_fingerprint=self.call("data_fingerprint"),
             exports=[o.name for o in self.outputs if o.kind == "export" and o.name != GRIDS],

@@ -108,8 +108,8 @@ TRAIN_CASES = {
     "yaml lr_g .nan": (config_file("lr_g: .nan\n"), "c.yaml: --lr_g must be a finite number; got nan"),
     "yaml bad choice": (config_file("loss: wasserstein\n"), "--loss must be one of"),
     "yaml malformed": (config_file("max_steps: [1, 2\nloss: hinge\n"), "YAML/JSON"),
-    "seed negative": (["--seed", "-1"], "--seed must be an integer from 0 to 4294967295; got -1"),
-    "seed past 32 bits": (["--seed", "4294967296"], "--seed must be an integer from 0 to 4294967295"),
+    "seed negative": (["--seed", "-1"], "--seed must be in [0, 4294967295]; got -1"),
+    "seed past 32 bits": (["--seed", "4294967296"], "--seed must be in [0, 4294967295]"),
     "batch_size zero": (["--batch_size", "0"], "--batch_size must be > 0"),
     "max_steps zero": (["--max_steps", "0"], "--max_steps must be > 0"),
     "image_size": (["--image_size", "48"], "--image_size 48 is not supported by --arch dcgan"),
@@ -174,6 +174,21 @@ TRAIN_CASES = {
         "--ada_transforms 'xflip,shear': unknown transform shear",
     ),
     "yaml time_budget": (config_file("time_budget: 15 minutes\n"), "--time_budget '15 minutes' is not a duration"),
+    # Found by hand: each of these trained (or started) a run that failed later.
+    "eval_num_images below the metrics' minimum": (
+        ["--eval_every", "2", "--eval_num_images", "5"],
+        "--eval_num_images must be >= 6 (density and coverage",
+    ),
+    # Found by tests/test_flags_property.py: argparse's usage block, and a path the OS refuses.
+    "config value like a flag": (["--config", "-x"], "argument --config: expected one argument; run with --help"),
+    "config name too long": (["--config", "x" * 300 + ".yaml"], "File name too long; pass another path"),
+    **{
+        f"hub_model_id {repo}": (
+            ["--push_to_hub", "--hub_model_id", repo],
+            f"--hub_model_id {repo!r}: not a Hub repo id (",
+        )
+        for repo in ("a/b/c", "a b/c", "me/-tiny", "me/tiny.git", "me--x/tiny", "me/" + "x" * 100)
+    },
 }
 
 
@@ -218,6 +233,31 @@ SAMPLE_CASES = {
     "seeds malformed": (lambda e, tmp: [*gen(e), "--seeds", "3,x"], "--seeds '3,x': 'x' is not a seed"),
     "seeds and num_images": (lambda e, tmp: [*gen(e), "--seeds", "1-3"], "--num_images 2 but --seeds lists 3"),
     "interpolate one step": (lambda e, tmp: [*gen(e), "--interpolate", "1"], "--interpolate must be >= 2"),
+    # Found by hand: a traceback, minutes of silence, and a seed its own regenerate command refused.
+    "seeds huge": (
+        lambda e, tmp: [*gen(e), "--seeds", "99999999999999999999"],
+        "'99999999999999999999': seeds are 0..4294967295",
+    ),
+    "seeds range too long": (
+        lambda e, tmp: [*gen(e), "--seeds", "0-100000000"],
+        "--seeds '0-100000000': more than 100,000 seeds",
+    ),
+    "seeds reversed range": (lambda e, tmp: [*gen(e), "--seeds", "5-3"], "'5-3': seeds are 0..4294967295, a range"),
+    "seed negative": (lambda e, tmp: [*gen(e), "--seed", "-1"], "--seed must be in [0, 4294967295]; got -1"),
+    "seed past the last": (
+        lambda e, tmp: [*gen(e), "--seed", "4294967295"],
+        "--seed 4294967295 with --num_images 2 goes past the last seed",
+    ),
+    "generator name too long": (lambda e, tmp: ["--generator", "x" * 300], "File name too long; pass another path"),
+    "interpolate too many images": (
+        lambda e, tmp: [*gen(e), "--interpolate", str(2**31)],
+        "--interpolate 2147483648 steps x 2 seeds is more than 100,000 images",
+    ),
+    "gif_ms past the GIF format": (lambda e, tmp: [*gen(e), "--gif_ms", "655360"], "--gif_ms must be at most 655350"),
+    "num_images too many": (
+        lambda e, tmp: [*gen(e), "--num_images", "100001"],
+        "--num_images must be at most 100,000",
+    ),
 }
 
 
@@ -237,7 +277,9 @@ def test_sample_gan_bad_input(exports, tmp_path, capsys, case):
     [
         (["--image_size", "32"], "--image_size 32: the generator in"),  # the generator is 16 px
         (["--channels", "3"], "--channels 3: the generator in"),  # and grey
-        (["--num_images", "1"], "--num_images must be >= 2"),
+        (["--num_images", "1"], "--num_images must be >= 6"),
+        # Density and coverage need 6 images: 2 and 5 passed the check, then failed in the metrics.
+        (["--num_images", "5"], "--num_images must be >= 6 (density and coverage"),
         (["--device", "cuda"], "--device cuda: no such device on this machine; this machine has: cpu"),
         (["--device", "cuda:3"], "--device cuda:3: no such device on this machine; this machine has: cpu"),
         (["--device", "gpu"], "--device gpu: not a device name; this machine has: cpu"),

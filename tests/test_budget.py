@@ -26,7 +26,8 @@ def test_parse_duration(text, seconds):
     assert parse_duration(text) == seconds
 
 
-@pytest.mark.parametrize("text", ["", "15x", "m", "-5m", "0s", "15m junk"])
+# 0.5s and 4s: too short to start, plan and export (a 0.5s budget ran 16 times over without a word).
+@pytest.mark.parametrize("text", ["", "15x", "m", "-5m", "0s", "15m junk", "0.5s", "4s", "4.9"])
 def test_bad_durations_are_refused_naming_the_flag(text):
     with pytest.raises(ConfigError, match="--time_budget"):
         GANTrainArguments(time_budget=text)
@@ -254,7 +255,8 @@ def test_resuming_a_run_whose_budget_is_spent_trains_nothing(tmp_path, simulated
         save_file({**state, "elapsed_s": state["elapsed_s"] - ended_early_s}, str(final / "budget.safetensors"))
     exported = folder_identity(out / "generator")
     capsys.readouterr()
-    again, _ = budget_run(out, "--resume_from_checkpoint", "latest")
+    # The same budget spelled "40" (seconds): a duration, not a changed setting.
+    again, _ = budget_run(out, "--resume_from_checkpoint", "latest", "--time_budget", "40")
     assert again == final  # no step past the finished run's (its first plan came after 2% of the budget)
     printed = capsys.readouterr().out
     assert f"already spent by step {final.name.split('_')[-1].lstrip('0')}" in printed

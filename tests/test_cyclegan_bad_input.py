@@ -52,6 +52,7 @@ def test_bad_data_folder(tmp_path, capsys, case, match):
     [
         (["--image_size", "18"], "--image_size must be a multiple of 4"),
         (["--image_size", "8", "--load_size", "8"], "--image_size 8 is too small for --d_layers 2"),
+        (["--d_layers", str(2**32)], "--image_size 16 is too small for --d_layers 4294967296 (at least 3 x 2**"),
         (["--load_size", "12"], "--load_size (12) must be >= --image_size (16)"),
         (["--lambda_cycle", "-1"], "--lambda_cycle must be >= 0"),
         (["--loss", "wgan_gp"], "argument --loss: invalid choice: 'wgan_gp'"),

@@ -36,6 +36,19 @@ def test_shapes(size, d_layers, patches):
     assert size >= min_image_size(d_layers)
 
 
+def test_min_image_size_in_closed_form_equals_the_search():
+    """The closed form gives what the search counting up in steps of 4 gave (that search never
+    ended for --d_layers 2**32)."""
+
+    def search(d_layers):
+        size = 4
+        while (size // 2**d_layers) - 2 < 1:
+            size += 4
+        return size
+
+    assert [min_image_size(d) for d in range(9)] == [search(d) for d in range(9)]
+
+
 def test_instance_norm_makes_a_split_batch_equal_the_whole():
     # What lets 2 processes equal 1: no statistic couples the images of a batch.
     torch.manual_seed(0)

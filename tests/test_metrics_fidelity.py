@@ -17,6 +17,7 @@ from gan_accel.metrics.bootstrap import (
 )
 from gan_accel.metrics.distance import kid_subset_size
 from gan_accel.metrics.fidelity import (
+    MIN_IMAGES,
     balls_containing,
     fidelity_diversity,
     kth_neighbour_distance,
@@ -178,3 +179,13 @@ def test_every_interval_holds_the_reported_value_and_stays_in_range(
     for name, (low, high) in intervals.items():
         bottom, top = METRIC_RANGES[name]
         assert bottom <= low <= reported[name] <= high <= top, (name, low, reported[name], high)
+
+
+def test_the_minimum_number_of_images_is_what_the_metrics_need():
+    """--num_images / --eval_num_images are refused below MIN_IMAGES: with one image fewer the
+    metrics fail (5 images passed the old check of 2, then failed at the first evaluation)."""
+    real = torch.randn(MIN_IMAGES, DIM, generator=torch.Generator().manual_seed(0))
+    fake = real + 0.1
+    assert set(per_sample_scores(real, fake)) == {"precision", "recall", "density", "coverage"}
+    with pytest.raises(ValueError, match="k-NN radii need"):
+        per_sample_scores(real[:-1], fake[:-1])

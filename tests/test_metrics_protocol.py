@@ -8,6 +8,7 @@ import torch
 from gan_accel.metrics.domain import DomainClassifier
 from gan_accel.metrics.protocol import compare_protocols, format_metrics, metric_protocol, protocol_id, weights_sha256
 from helpers import load_script, one_line_error
+from run_fixtures import snapshot
 
 COMPARE = load_script("compare_metrics").main
 
@@ -123,9 +124,19 @@ def not_json(path):
         (lambda tmp: str(tmp / "nope.json"), "nope.json: not found"),
         (lambda tmp: not_json(tmp / "bad.json"), "bad.json: not a JSON file"),
         (lambda tmp: write(tmp / "old.json", {"fid": 3.0}), "no metric protocol in it"),
+        # Found by hand: a value that is not a number was a traceback while printing the table.
+        (lambda tmp: write(tmp / "abc.json", {**result(), "fid": "abc"}), "abc.json: fid is 'abc', not a number"),
+        (lambda tmp: write(tmp / "t.json", {**result(), "precision": True}), "t.json: precision is True, not a"),
+        (
+            lambda tmp: write(tmp / "iv.json", {**result(), "intervals": {"fid": [1.0]}}),
+            "iv.json: intervals.fid is [1.0], not [low, high]",
+        ),
     ],
 )
 def test_compare_metrics_bad_input(tmp_path, capsys, make, match):
     good = write(tmp_path / "good.json", result())
-    line = one_line_error(COMPARE, [good, make(tmp_path)], capsys)
+    bad = make(tmp_path)
+    before = snapshot(tmp_path)
+    line = one_line_error(COMPARE, [good, bad], capsys)
     assert match in line, line
+    assert snapshot(tmp_path) == before

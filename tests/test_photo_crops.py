@@ -57,6 +57,20 @@ def test_bad_input_is_one_line_and_changes_nothing(tmp_path, capsys, flags, matc
     assert snapshot(tmp_path) == before
 
 
+@pytest.mark.parametrize(
+    "flags,match",
+    [
+        # argparse's own errors printed its usage block above the message.
+        (["--num_crops", "many"], "argument --num_crops: invalid int value: 'many'; run with --help"),
+        (["--seed", "-1"], "--seed must be in [0, 4294967294]; got -1"),  # was numpy's traceback
+        (["--num_heldout", "-5"], "--num_heldout must be >= 0 (0: none); got -5"),  # was taken as 0
+    ],
+)
+def test_a_bad_flag_value_is_one_line(tmp_path, capsys, flags, match):
+    line = one_line_error(make_photo_crops, ["--output_dir", str(tmp_path / "new"), *flags], capsys)
+    assert match in line and not (tmp_path / "new").exists(), line
+
+
 def test_the_benchmark_judge_labels_each_crop_with_the_cell_of_its_centre(tmp_path):
     """benchmarks/photos.py's judge classes: ``<photo>_r<row>c<col>``, the 3x3 cell holding the crop's
     centre, checked by locating each saved crop in its photo."""

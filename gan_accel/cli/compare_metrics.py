@@ -13,12 +13,8 @@ from __future__ import annotations
 import argparse
 from typing import Optional, Sequence
 
-from gan_accel.errors import UserError, cli_entry
+from gan_accel.errors import cli_entry, parser_error
 from gan_accel.metrics.protocol import compare_protocols, format_metrics, load_result, protocol_id
-
-
-def _one_line_error(message: str):
-    raise UserError(f"{message}; run with --help")
 
 
 @cli_entry
@@ -27,7 +23,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("first", metavar="A.json", help="An eval_results.json (or a protocol file).")
     parser.add_argument("second", metavar="B.json", help="Another one.")
     parser.add_argument("--debug", action="store_true", help="Show full tracebacks instead of one-line errors.")
-    parser.error = _one_line_error  # argparse would print its usage block before the message
+    parser.error = parser_error
     args = parser.parse_args(argv)
     a = load_result(args.first)
     b = load_result(args.second)

@@ -25,6 +25,7 @@ from gan_accel.device import check_device
 from gan_accel.errors import ConfigError, UserError, cli_entry
 from gan_accel.metrics import FEATURE_EXTRACTORS, GANEvaluator, format_result
 from gan_accel.metrics.bootstrap import BOOTSTRAP_RESAMPLES
+from gan_accel.metrics.fidelity import MIN_IMAGES, check_num_images
 
 
 @dataclass
@@ -37,7 +38,8 @@ class EvalArguments:
         default=None, metadata={"help": "Where the dataset lives (folder, mnist, fashion_mnist, cifar10)."}
     )
     num_images: int = field(
-        default=1000, metadata={"help": "Generated images to evaluate (also caps the floor's sample size)."}
+        default=1000,
+        metadata={"help": f"Generated images to evaluate (also caps the floor's sample size; at least {MIN_IMAGES})."},
     )
     feature_extractor: str = choice(
         "domain",
@@ -98,8 +100,7 @@ class EvalArguments:
             raise ConfigError("--generator must be an exported generator folder")
         check_choice("dataset", self.dataset, DATASETS)
         check_choice("feature_extractor", self.feature_extractor, FEATURE_EXTRACTORS)
-        if self.num_images < 2:
-            raise ConfigError(f"--num_images must be >= 2; got {self.num_images}")
+        check_num_images("num_images", self.num_images)
         if self.image_size is not None:
             check_positive("image_size", self.image_size)
         check_positive("batch_size", self.batch_size)

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional, Sequence
 
-from gan_accel.config import parse_config
+from gan_accel.config import check_hub_model_id, parse_config
 from gan_accel.data.paths import check_folders, is_within
 from gan_accel.errors import ConfigError, UserError, cli_entry
 
@@ -56,6 +56,7 @@ class ExportOnnxArguments:
             raise ConfigError(f"--output {self.output}: is a folder; pass a file name such as model.onnx")
         if self.push_to_hub and not self.hub_model_id:
             raise ConfigError("--push_to_hub needs --hub_model_id USER/NAME (the Hub repo to create or update)")
+        check_hub_model_id("hub_model_id", self.hub_model_id)
         if self.push_to_hub and self.output is not None:
             raise ConfigError("--push_to_hub uploads the export folder with model.onnx in it; drop --output")
 

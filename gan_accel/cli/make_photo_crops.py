@@ -21,7 +21,7 @@ from typing import Dict, Optional, Sequence
 import numpy as np
 from PIL import Image
 
-from gan_accel.config import check_positive, parse_config
+from gan_accel.config import MAX_SEED, check_positive, parse_config
 from gan_accel.data.paths import check_folders
 from gan_accel.errors import ConfigError, cli_entry
 
@@ -40,6 +40,8 @@ class PhotoCropArguments:
         for flag in ("num_crops", "crop_size", "size"):
             check_positive(flag, getattr(self, flag))
         check_positive("num_heldout", self.num_heldout, allow_zero=True)
+        if not 0 <= self.seed < MAX_SEED:  # numpy's range, with seed + 1 for the held-out split
+            raise ConfigError(f"--seed must be in [0, {MAX_SEED - 1}]; got {self.seed}")
         out = Path(self.output_dir)
         if out.exists() and (not out.is_dir() or any(out.iterdir())):
             raise ConfigError(f"--output_dir {out}: exists and is not an empty folder; pass a new folder")

@@ -7,12 +7,8 @@ import sys
 from pathlib import Path
 from typing import Optional, Sequence
 
-from gan_accel.errors import UserError, cli_entry
+from gan_accel.errors import UserError, cli_entry, parser_error
 from gan_accel.loop.plots import check_run_dir, plot_metrics
-
-
-def _one_line_error(message: str):
-    raise UserError(f"{message}; run with --help")
 
 
 @cli_entry
@@ -20,7 +16,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("run_dir", metavar="RUN_DIR", help="A training run's --output_dir (holds metrics.jsonl).")
     parser.add_argument("--debug", action="store_true", help="Show full tracebacks instead of one-line errors.")
-    parser.error = _one_line_error  # argparse would print its usage block before the message
+    parser.error = parser_error
     args = parser.parse_args(argv)
     check_run_dir(Path(args.run_dir))
     written = plot_metrics(Path(args.run_dir), warn=lambda message: print(message, file=sys.stderr))

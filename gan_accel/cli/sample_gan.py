@@ -10,12 +10,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional, Sequence
 
-from gan_accel.config import check_choice, check_positive, choice, parse_config
+from gan_accel.config import MAX_SEED, check_choice, check_positive, check_seed, choice, parse_config
 from gan_accel.data.paths import check_folders
 from gan_accel.errors import ConfigError, UserError, cli_entry
 from gan_accel.sampling import TRUNCATION_MODES
 
 SEEDS_FILE = "seeds.json"
+# Images one command may write: twice the 50,000 of the usual FID sample. Without a bound a typo
+# such as --seeds 0-100000000 spent minutes building latents before a single file appeared.
+MAX_IMAGES = 100_000
+MAX_GIF_MS = 655_350  # a GIF frame's delay is 16 bits of hundredths of a second
 
 
 @dataclass
@@ -24,17 +28,21 @@ class SampleArguments:
     output_dir: str = field(metadata={"help": "Folder for the PNG files (000000.png, ...) and seeds.json."})
     num_images: Optional[int] = field(
         default=None,
-        metadata={"help": "Number of images to write (seeds --seed, --seed + 1, ...); not needed with --seeds."},
+        metadata={
+            "help": f"Number of images to write (seeds --seed, --seed + 1, ...; at most {MAX_IMAGES:,}); not needed with --seeds."
+        },
     )
     seed: int = field(
         default=0,
         metadata={
-            "help": "First seed: image i is drawn from seed --seed + i, so the same seed gives the same images."
+            "help": f"First seed: image i is drawn from seed --seed + i, so the same seed gives the same images (seeds are 0..{MAX_SEED})."
         },
     )
     seeds: Optional[str] = field(
         default=None,
-        metadata={"help": "Exact seeds, e.g. '3,17,40-44' (as listed in seeds.json): regenerates those images."},
+        metadata={
+            "help": f"Exact seeds, e.g. '3,17,40-44' (as listed in seeds.json): regenerates those images (seeds are 0..{MAX_SEED}, at most {MAX_IMAGES:,} of them)."
+        },
     )
     batch_size: int = field(default=256, metadata={"help": "Images generated per forward pass."})
     grid: Optional[str] = field(default=None, metadata={"help": "Also write a grid of the images to this PNG file."})
@@ -80,11 +88,28 @@ class SampleArguments:
             if self.num_images is None:
                 raise ConfigError("--num_images or --seeds is required")
             check_positive("num_images", self.num_images)
+            if self.num_images > MAX_IMAGES:
+                raise ConfigError(f"--num_images must be at most {MAX_IMAGES:,}; got {self.num_images}")
+            check_seed("seed", self.seed)
+            if self.seed + self.num_images - 1 > MAX_SEED:
+                raise ConfigError(
+                    f"--seed {self.seed} with --num_images {self.num_images} goes past the last seed {MAX_SEED}; "
+                    "lower --seed"
+                )
             self.seed_list = list(range(self.seed, self.seed + self.num_images))
         check_positive("batch_size", self.batch_size)
         check_positive("gif_ms", self.gif_ms)
         if self.interpolate and self.interpolate < 2:
             raise ConfigError(f"--interpolate must be >= 2 steps per path (or 0: off); got {self.interpolate}")
+        if self.interpolate * len(self.seed_list) > MAX_IMAGES:
+            raise ConfigError(
+                f"--interpolate {self.interpolate} steps x {len(self.seed_list)} seeds is more than {MAX_IMAGES:,} "
+                "images; use fewer steps or seeds"
+            )
+        if self.gif_ms > MAX_GIF_MS:
+            raise ConfigError(
+                f"--gif_ms must be at most {MAX_GIF_MS} (the GIF format's longest frame); got {self.gif_ms}"
+            )
         if self.class_label is not None and self.class_label < 0:
             raise ConfigError(f"--class_label must be >= 0; got {self.class_label}")
         if self.grid is not None:
@@ -96,22 +121,24 @@ class SampleArguments:
 
 
 def parse_seeds(text: str) -> list:
-    """``'3,17,40-44'`` -> ``[3, 17, 40, 41, 42, 43, 44]`` (order kept, ranges inclusive)."""
+    """``'3,17,40-44'`` -> ``[3, 17, 40, 41, 42, 43, 44]`` (order kept, ranges inclusive), each
+    seed in [0, MAX_SEED] and at most MAX_IMAGES of them (counted before a range is expanded)."""
     seeds = []
     for part in (p.strip() for p in text.split(",")):
         try:
-            if "-" in part[1:]:
-                low, high = part.split("-", 1) if not part.startswith("-") else (None, None)
-                low, high = int(low), int(high)
-                if high < low:
-                    raise ValueError
-                seeds += range(low, high + 1)
-            else:
-                seeds.append(int(part))
-        except (TypeError, ValueError):
+            low, high = part.split("-", 1) if "-" in part[1:] and not part.startswith("-") else (part, part)
+            low, high = int(low), int(high)
+        except ValueError:
             raise ConfigError(f"--seeds {text!r}: {part!r} is not a seed or a range such as 40-44") from None
-    if any(s < 0 for s in seeds):
-        raise ConfigError(f"--seeds {text!r}: seeds must be >= 0")
+        if not 0 <= low <= high <= MAX_SEED:
+            raise ConfigError(
+                f"--seeds {text!r}: {part!r}: seeds are 0..{MAX_SEED}, a range low-high with low <= high"
+            )
+        if len(seeds) + high - low + 1 > MAX_IMAGES:
+            raise ConfigError(
+                f"--seeds {text!r}: more than {MAX_IMAGES:,} seeds; split the command into smaller lists"
+            )
+        seeds += range(low, high + 1)
     return seeds
 
 

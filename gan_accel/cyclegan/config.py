@@ -107,8 +107,11 @@ class CycleGANModelArguments:
             check_positive(name, getattr(self, name), allow_zero=name == "n_blocks")
 
     def check_image_size(self, image_size: int) -> None:
-        smallest = min_image_size(self.d_layers)
-        if image_size < smallest:
+        # More stride-2 layers than image_size has bits: too small whatever the size, and
+        # 2**d_layers of a huge --d_layers would never be computed.
+        too_deep = self.d_layers >= image_size.bit_length()
+        smallest = f"3 x 2**{self.d_layers}" if too_deep else min_image_size(self.d_layers)
+        if too_deep or image_size < smallest:
             raise ConfigError(
                 f"--image_size {image_size} is too small for --d_layers {self.d_layers} "
                 f"(at least {smallest}); lower --d_layers or raise --image_size"

@@ -130,12 +130,7 @@ class PatchDiscriminator(nn.Module):
 
 def min_image_size(d_layers: int) -> int:
     """The smallest side both networks accept: G needs a multiple of 4; D's d_layers stride-2
-    convolutions and two 4x4 stride-1 convolutions must leave at least one patch."""
-    size = 4
-    while True:
-        side = size
-        for _ in range(d_layers):
-            side //= 2
-        if side - 2 >= 1:
-            return size
-        size += 4
+    convolutions and two 4x4 stride-1 convolutions must leave at least one patch, i.e.
+    side // 2**d_layers >= 3. In closed form: a search counting up in steps of 4 never ended
+    for --d_layers 2**32."""
+    return max(4, -(-3 * 2**d_layers // 4) * 4)  # 3 * 2**d_layers, rounded up to a multiple of 4

@@ -9,7 +9,8 @@ from typing import ClassVar, Optional
 from ..config import FREE, WARN, check_choice, check_positive, choice
 from ..data import DATASETS
 from ..errors import ConfigError
-from ..loop.budget import parse_duration
+from ..loop.budget import MIN_BUDGET_S, parse_budget, parse_duration
+from ..metrics.fidelity import MIN_IMAGES, check_num_images
 from ..models import ARCHS, D_NORMS, G_NORMS, supported_sizes
 from .augment import parse_ada_transforms, parse_policy
 from .losses import LOSSES
@@ -239,7 +240,8 @@ class GANTrainArguments:
     time_budget: Optional[str] = field(
         default=None,
         metadata={
-            "help": "Wall-clock budget of the whole run, e.g. 90s, 15m, 2h: the run measures its pace and sets --max_steps (and the schedule's length) to end inside it, exports included; a resumed run keeps the total. Not with --max_steps on the same command line."
+            "resume_as": parse_duration,  # 40 and 40s: one budget
+            "help": f"Wall-clock budget of the whole run, e.g. 90s, 15m, 2h (at least {MIN_BUDGET_S:g}s): the run measures its pace and sets --max_steps (and the schedule's length) to end inside it, exports included; a resumed run keeps the total. Not with --max_steps on the same command line.",
         },
     )
     preset: Optional[str] = field(
@@ -295,7 +297,7 @@ class GANTrainArguments:
             raise ConfigError(f"--ada_transforms {self.ada_transforms!r}: {err}") from None
         if self.time_budget is not None:
             try:
-                parse_duration(self.time_budget)
+                parse_budget(self.time_budget)
             except ValueError as err:
                 raise ConfigError(f"--time_budget {err}") from None
         if self.warmup_steps >= self.max_steps:
@@ -318,7 +320,9 @@ class GANEvalArguments:
             "help": "G updates between evaluations (0: off). The best generator by FID goes to OUTPUT_DIR/best_generator/.",
         },
     )
-    eval_num_images: int = field(default=1000, metadata={"resume": FREE, "help": "Generated images per evaluation."})
+    eval_num_images: int = field(
+        default=1000, metadata={"resume": FREE, "help": f"Generated images per evaluation (at least {MIN_IMAGES})."}
+    )
     eval_feature_extractor: str = choice(
         "domain",
         EVAL_FEATURES,
@@ -359,8 +363,7 @@ class GANEvalArguments:
         check_positive("eval_every", self.eval_every, allow_zero=True)
         check_positive("eval_real_images", self.eval_real_images, allow_zero=True)
         check_positive("num_evaluations", self.num_evaluations, allow_zero=True)
-        if self.eval_num_images < 2:
-            raise ConfigError(f"--eval_num_images must be >= 2; got {self.eval_num_images}")
+        check_num_images("eval_num_images", self.eval_num_images)
         check_choice("eval_feature_extractor", self.eval_feature_extractor, EVAL_FEATURES)
 
 

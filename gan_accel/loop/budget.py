@@ -32,6 +32,9 @@ END_RESERVE_MIN_S = 2.0
 MEASURE_SHARE = 0.02
 MIN_MEASURE_S = 1.0
 REPLAN_SHARE = 0.1
+# The shortest budget accepted: a run needs start-up, MIN_MEASURE_S of measured pace before its
+# first plan and END_RESERVE_MIN_S for its exports; a 0.5s budget ran 16 times over without a word.
+MIN_BUDGET_S = 5.0
 UNPLANNED_STEPS = 10**9  # the length before the first plan: never reached, a schedule stays at its start
 
 
@@ -47,6 +50,17 @@ def parse_duration(text: str) -> float:
         raise ValueError(f"{text!r} is not a duration; write e.g. 90s, 15m, 2h or 1h30m")
     if not math.isfinite(seconds) or seconds <= 0:
         raise ValueError(f"{text!r}: the duration must be positive")
+    return seconds
+
+
+def parse_budget(text: str) -> float:
+    """:func:`parse_duration`, refusing a budget too short for a run to start, plan and export."""
+    seconds = parse_duration(text)
+    if seconds < MIN_BUDGET_S:
+        raise ValueError(
+            f"{text!r} is too short: a run needs at least {MIN_BUDGET_S:g}s to start, measure its pace and "
+            "write its exports"
+        )
     return seconds
 
 

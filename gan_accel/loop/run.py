@@ -70,13 +70,15 @@ class TrainingRun:
         project: str,
         accelerator=None,
         policy: Optional[Dict[str, str]] = None,
+        compare_as: Optional[dict] = None,
         outputs: Optional[Sequence[str]] = None,
         data_fingerprint: Optional[dict] = None,
         exports: Sequence[str] = (),
     ) -> None:
         """``accelerator``: one built earlier with :func:`build_accelerator` (e.g. to read the data
         under ``main_process_first`` before the run folder is touched). ``policy``: each config
-        field's resume policy (:func:`gan_accel.config.resume_policy`); ``outputs``: the
+        field's resume policy (:func:`gan_accel.config.resume_policy`), ``compare_as`` the fields
+        compared by meaning (:func:`gan_accel.config.resume_compare_as`); ``outputs``: the
         top-level names this run writes (what ``--overwrite_output_dir`` removes);
         ``data_fingerprint``: what the run trains on (:mod:`gan_accel.data.fingerprint`), kept in
         every checkpoint and checked on resume; ``exports``: the names of the exports a resume from
@@ -86,6 +88,7 @@ class TrainingRun:
         self.config = config
         self.project = project
         self.policy = policy
+        self.compare_as = compare_as
         self.accelerator = accelerator or build_accelerator(run, project)
         self.checkpoints = CheckpointManager(
             self.accelerator, Path(run.output_dir), run.checkpoints_total_limit, data_fingerprint
@@ -154,7 +157,7 @@ class TrainingRun:
                 f"--resume_from_checkpoint {path}: this is a {other} checkpoint, not a {self.project} one; "
                 f"resume it with the {other} script or pass a {self.project} checkpoint"
             )
-        refused, self.changed_settings = resume_changes(saved, self.config, self.policy)
+        refused, self.changed_settings = resume_changes(saved, self.config, self.policy, self.compare_as)
         if refused:
             raise UserError(
                 f"--resume_from_checkpoint {path}: the checkpoint was trained with different settings "

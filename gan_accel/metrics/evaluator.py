@@ -26,7 +26,7 @@ from .cache import data_fingerprint, load_cached, resolve_cache_dir, save_atomic
 from .coverage import COVERAGE_MIN_SHARE_RATIO, class_coverage, conditional_accuracy
 from .distance import FeatureDistance, kid_subset_size
 from .domain import DomainFeatures, DomainModel, DomainTrainSettings, load_or_train_domain_model
-from .fidelity import K_DENSITY_COVERAGE, K_PRECISION_RECALL, per_sample_scores
+from .fidelity import K_DENSITY_COVERAGE, K_PRECISION_RECALL, check_num_images, per_sample_scores
 from .inception import load_inception_features
 from .protocol import metric_protocol, protocol_id, real_data_protocol, weights_sha256
 from .split import split_indices
@@ -170,8 +170,7 @@ class GANEvaluator:
             raise UserError(
                 f"--feature_extractor must be one of {', '.join(FEATURE_EXTRACTORS)}; got {feature_extractor!r}"
             )
-        if num_images < 2:
-            raise UserError(f"--num_images must be >= 2; got {num_images}")
+        check_num_images("num_images", num_images)
         self.real = real
         self.feature_extractor = feature_extractor
         self.num_images = num_images

@@ -25,14 +25,28 @@ from typing import Dict, Tuple
 
 import torch
 
+from ..errors import ConfigError
+
 K_PRECISION_RECALL = 3  # Kynkaenniemi et al. 2019
 K_DENSITY_COVERAGE = 5  # Naeem et al. 2020
+# The k-th *other* neighbour needs k + 1 images, and the real-data floor compares as many real
+# images as generated ones: fewer generated images fail at the first evaluation.
+MIN_IMAGES = max(K_PRECISION_RECALL, K_DENSITY_COVERAGE) + 1
 CHUNK_SIZE = 1024  # query rows per cdist call: 1024 x 10000 float32 distances = 40 MB
 
 
 def _row_chunks(x: torch.Tensor, chunk_size: int):
     for start in range(0, x.shape[0], chunk_size):
         yield x[start : start + chunk_size]
+
+
+def check_num_images(flag: str, value: int) -> None:
+    """Refuse an evaluation size the metrics cannot use, naming the flag and the minimum."""
+    if value < MIN_IMAGES:
+        raise ConfigError(
+            f"--{flag} must be >= {MIN_IMAGES} (density and coverage measure each image against its "
+            f"{K_DENSITY_COVERAGE} nearest neighbours); got {value}"
+        )
 
 
 def kth_neighbour_distance(features: torch.Tensor, k: int, chunk_size: int = CHUNK_SIZE) -> torch.Tensor:

@@ -208,7 +208,28 @@ def load_result(path: str) -> Dict[str, Any]:
             f"{path}: no metric protocol in it (written before protocols existed, or not an evaluation); "
             "re-run gan-accel evaluate-gan on the generator"
         )
+    check_metric_values(path, data)
     return data
+
+
+def check_metric_values(path: str, data: Mapping[str, Any]) -> None:
+    """Every metric a number and every interval a pair of numbers, or one line naming the file and key."""
+    from ..errors import UserError
+
+    def number(value: Any) -> bool:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+    for name in METRIC_NAMES:
+        if data.get(name) is not None and not number(data[name]):
+            raise UserError(f"{path}: {name} is {data[name]!r}, not a number; pass the eval_results.json as written")
+    intervals = data.get("intervals") or {}
+    if not isinstance(intervals, dict):
+        raise UserError(f"{path}: intervals is {intervals!r}, not a mapping; pass the eval_results.json as written")
+    for name, interval in intervals.items():
+        if not (isinstance(interval, list) and len(interval) == 2 and all(map(number, interval))):
+            raise UserError(
+                f"{path}: intervals.{name} is {interval!r}, not [low, high]; pass the eval_results.json as written"
+            )
 
 
 def model_index_metrics(results: Mapping[str, Any]) -> List[Dict[str, Any]]:
