@@ -50,6 +50,9 @@ class ExportOnnxArguments:
     debug: bool = field(default=False, metadata={"help": "Show full tracebacks."})
 
     def __post_init__(self) -> None:
+        for flag in ("generator", "translator", "output"):
+            if getattr(self, flag) is not None and not getattr(self, flag).strip():
+                raise ConfigError(f"--{flag} is empty; pass a path")
         if (self.generator is None) == (self.translator is None):
             raise ConfigError("pass exactly one of --generator DIR and --translator DIR")
         if self.output is not None and Path(self.output).is_dir():
@@ -71,7 +74,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
     from gan_accel.models.onnx_export import export_generator_onnx, export_translator_onnx
 
-    source_flag, source = ("--generator", args.generator) if args.generator else ("--translator", args.translator)
+    source_flag, source = (
+        ("--generator", args.generator) if args.generator is not None else ("--translator", args.translator)
+    )
     if args.output and not is_within(args.output, source):  # the default, model.onnx, goes inside the export
         check_folders({source_flag: source}, {"--output": args.output})
     if args.generator is not None:
