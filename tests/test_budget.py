@@ -351,11 +351,11 @@ def test_a_probed_run_trains_the_weights_of_a_run_given_its_precision(tmp_path, 
     monkeypatch.setattr(precision, "choose", lambda fp32, bf16: precision.Verdict("bf16", 0.2, 0.1))
     reset_accelerate()  # Accelerate's precision is process-wide: each run builds its own
     try:
-        probed, _ = budget_run(tmp_path / "probed")
+        probed, _ = budget_run(tmp_path / "probed", "--measure_precision")
         out = capsys.readouterr().out
         reset_accelerate()
         simulated_clock["t"] = 0.0
-        given, _ = budget_run(tmp_path / "given", "--mixed_precision", "bf16")
+        given, _ = budget_run(tmp_path / "given", "--measure_precision", "--mixed_precision", "bf16")
     finally:
         reset_accelerate()
     assert "--mixed_precision bf16: measured on this CPU" in out

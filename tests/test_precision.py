@@ -64,11 +64,11 @@ def test_when_the_probe_runs(budget_s, device, processes, dry_run, probes):
     assert precision.should_probe(budget_s, device, processes, dry_run) is probes
 
 
-def configs(tmp_path, **run):
+def configs(tmp_path, measure=True, **run):
     return (
         GANDataArguments(dataset="digits"),
         GANModelArguments(),
-        GANTrainArguments(time_budget="15m"),
+        GANTrainArguments(time_budget="15m", measure_precision=measure),
         GANEvalArguments(),
         RunArguments(output_dir=str(tmp_path / "run"), cpu=True, **run),
     )
@@ -86,6 +86,8 @@ def test_the_choice_reaches_the_run_settings_and_a_flag_wins(tmp_path, capsys):
     assert capsys.readouterr().out.startswith("--mixed_precision bf16: measured on this CPU")
     given = precision.resolve(configs(tmp_path), {"mixed_precision"}, probe_fn=probe)
     assert given[-1].mixed_precision == "no" and calls == [64]  # the user's flag: no probe
+    default = precision.resolve(configs(tmp_path, measure=False), set(), probe_fn=probe)
+    assert default[-1].mixed_precision == "no" and calls == [64]  # not asked for: fp32, no probe
 
 
 def test_a_resume_keeps_the_precision_of_its_checkpoint(tmp_path):

@@ -2,8 +2,8 @@
 
 A CPU with AVX512-BF16 or AMX runs the GAN update in bf16 about 1.8x faster than in fp32; one
 with AVX2 only runs it several times slower. Which one this machine is, the flags cannot say:
-so at the start of a ``--time_budget`` run without ``--mixed_precision`` (and on a CPU, in one
-process) a few updates of the run's own G and D, at its batch size, are timed each way, the
+so at the start of a ``--time_budget`` run with ``--measure_precision``, without
+``--mixed_precision`` (and on a CPU, in one process) a few updates of the run's own G and D, at its batch size, are timed each way, the
 faster is kept and the ratio printed in one line. Accelerate fixes the precision when the
 Accelerator is built, so this runs before it, with the settings (:meth:`GANTrainer.resolve_settings`).
 
@@ -178,6 +178,8 @@ def resolve(configs: tuple, given: set, print_fn=print, probe_fn=probe) -> tuple
         # The precision the run was probed to (or given) when it started: a resume keeps it
         # (another one would be refused as a changed setting).
         return (data, model, train, evaluation, dataclasses.replace(run, mixed_precision=saved))
+    if not train.measure_precision:
+        return configs
     device = "cuda" if torch.cuda.is_available() and not run.cpu else "cpu"
     world = int(os.environ.get("WORLD_SIZE", "1") or 1)
     budget_s = parse_duration(train.time_budget) if train.time_budget else None
