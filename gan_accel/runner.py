@@ -244,7 +244,7 @@ class Task:
         the task, reported in one line naming the method (its traceback under ``--debug``)."""
         try:
             return getattr(self, method)()
-        except UserError:
+        except (UserError, OSError):  # bad input, or the machine (a full disk): not the task's code
             raise
         except Exception as err:
             detail = " ".join(str(err).split())
