@@ -121,6 +121,23 @@ class GANModelArguments:
         for name in ("z_dim", "g_channels", "d_channels"):
             check_positive(name, getattr(self, name))
 
+    def build_networks(self, channels: int, image_size: int, num_classes: int = 0):
+        """``(G, D)`` as these flags describe them, for images of ``channels x image_size^2`` (a
+        run's networks, and the precision probe's copies of them)."""
+        from ..models import build_models
+
+        return build_models(
+            self.arch,
+            z_dim=self.z_dim,
+            channels=channels,
+            image_size=image_size,
+            g_channels=self.g_channels,
+            d_channels=self.d_channels,
+            d_norm=self.d_norm,
+            g_norm=self.g_norm,
+            num_classes=num_classes,
+        )
+
     def check_image_size(self, image_size: int) -> None:
         sizes = supported_sizes(self.arch)
         if image_size not in sizes:

@@ -87,22 +87,11 @@ def gan_update(train, model, data) -> UpdateFn:
     """One D update then one G update of the run's networks (fresh copies, the run's loss,
     batch size, image shape and memory format; no penalties or augmentation, which cost the
     same share in either precision)."""
-    from ..models import build_models
     from .speed import to_channels_last
     from .step import d_loss, g_loss
 
     num_classes = 10 if model.conditional else 0  # the class count only sizes an embedding
-    G, D = build_models(
-        model.arch,
-        z_dim=model.z_dim,
-        channels=data.channels,
-        image_size=data.image_size,
-        g_channels=model.g_channels,
-        d_channels=model.d_channels,
-        d_norm=model.d_norm,
-        g_norm=model.g_norm,
-        num_classes=num_classes,
-    )
+    G, D = model.build_networks(data.channels, data.image_size, num_classes)
     real = torch.rand(train.batch_size, data.channels, data.image_size, data.image_size) * 2 - 1
     if train.channels_last:
         to_channels_last(G, D)

@@ -17,7 +17,7 @@ from ..data.source import open_images
 from ..engine import AFTER_CHECKPOINT, UPDATE, BestKeeper, Hook, RandomStreams, State
 from ..errors import ConfigError, UserError
 from ..loop.trackers import log_image
-from ..models import build_models, save_generator
+from ..models import save_generator
 from ..models.hub import card_metrics, publish
 from ..runner import Output, Plan, Task
 from ..sampling import class_rows, fixed_noise, grid_labels, save_grid
@@ -96,17 +96,7 @@ class GANTrainer(Task):
             f"{self.data.num_classes} class{'' if self.data.num_classes == 1 else 'es'}, {self.data.describe()}"
         )
         self.num_classes = self.data.num_classes if m.conditional else 0
-        G, D = build_models(
-            m.arch,
-            z_dim=m.z_dim,
-            channels=self.data.channels,
-            image_size=self.data.image_size,
-            g_channels=m.g_channels,
-            d_channels=m.d_channels,
-            d_norm=m.d_norm,
-            g_norm=m.g_norm,
-            num_classes=self.num_classes,
-        )
+        G, D = m.build_networks(self.data.channels, self.data.image_size, self.num_classes)
         if t.channels_last:
             to_channels_last(G, D)  # before the optimizers (and the EMA copy) see the parameters
         # In memory: a loader of sample indices whose images are gathered from a tensor on the
