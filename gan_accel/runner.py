@@ -296,9 +296,10 @@ class Task:
         """Note in the final checkpoint what its export wrote, so that a resume that trains
         nothing leaves it as it is (``exports_unchanged``)."""
         checkpoint = self.run.checkpoints.root / f"step_{self.run.state.step:08d}"
-        now = _stat_outputs(self.run.output_dir, self.outputs)
         if checkpoint.is_dir():
-            write_json_durable(checkpoint / EXPORTS_FILE, {o.name: list(now[o.name]) for o in self.written()})
+            written = self.written()
+            now = _stat_outputs(self.run.output_dir, written)
+            write_json_durable(checkpoint / EXPORTS_FILE, {o.name: list(now[o.name]) for o in written})
 
     def written(self) -> List[Output]:
         """The exports this run wrote (created or replaced since it started)."""

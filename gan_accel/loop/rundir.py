@@ -26,10 +26,7 @@ def clear_run_outputs(out: Path, outputs: Sequence[str] = RUN_OUTPUTS) -> Tuple[
     kept = []
     for entry in sorted(out.iterdir(), key=lambda p: p.name):
         if entry.name in outputs:
-            if entry.is_dir() and not entry.is_symlink():
-                shutil.rmtree(entry)
-            else:
-                entry.unlink()
+            remove_entry(entry)
             removed.append(entry.name)
         elif entry.name != "run.lock":
             kept.append(entry.name)
@@ -46,6 +43,14 @@ class FolderBefore:
     names: FrozenSet[str] = frozenset()  # top-level names there once cleared by --overwrite_output_dir
     marker: Optional[bytes] = None  # config.json of the run being resumed (every start rewrites it)
     marker_times: Tuple[int, int] = (0, 0)  # its (atime, mtime) in ns, put back with it
+
+
+def remove_entry(entry: Path, missing_ok: bool = False) -> None:
+    """Delete a file, a link (not what it points to) or a folder with its contents."""
+    if entry.is_dir() and not entry.is_symlink():
+        shutil.rmtree(entry, ignore_errors=missing_ok)
+    else:
+        entry.unlink(missing_ok=missing_ok)
 
 
 def topmost_missing(folder: Path) -> Optional[Path]:
@@ -83,10 +88,7 @@ def undo_start(folder: Path, before: FolderBefore, outputs: Sequence[str], marke
         entry = folder / name
         if name in before.names or not (entry.exists() or entry.is_symlink()):
             continue
-        if entry.is_dir() and not entry.is_symlink():
-            shutil.rmtree(entry, ignore_errors=True)
-        else:
-            entry.unlink(missing_ok=True)
+        remove_entry(entry, missing_ok=True)
     if before.marker is not None:
         (folder / marker).write_bytes(before.marker)
         os.utime(folder / marker, ns=before.marker_times)
