@@ -124,3 +124,41 @@ def test_apply_update_skips_on_device_with_a_given_verdict():
     p.grad = torch.ones(3)
     assert bool(apply_update(acc, opt, sched, True, finite=torch.tensor(True)))
     assert not torch.equal(p.detach(), torch.ones(3)) and calls == [1, 1]
+
+
+def test_the_update_steps_the_torch_optimizer_where_accelerates_wrapper_only_forwards(monkeypatch):
+    # Accelerate's AcceleratedOptimizer.step() searches the disk for an optional package at every
+    # call (~0.1 ms each on a CPU); without a GradScaler it then only calls the torch step. The
+    # update steps the torch optimizer directly then, with the weights of a plain torch loop.
+    from accelerate import Accelerator
+    from accelerate.optimizer import AcceleratedOptimizer
+
+    from gan_accel.engine import apply_update
+    from gan_accel.engine.update import plain_step
+
+    def weights_after_3_updates(prepared: bool):
+        torch.manual_seed(0)
+        model = torch.nn.Linear(4, 2)
+        opt = torch.optim.Adam(model.parameters(), lr=0.1, fused=True)
+        acc = Accelerator(cpu=True)
+        if prepared:
+            model, opt = acc.prepare(model, opt)
+        sched = torch.optim.lr_scheduler.LambdaLR(getattr(opt, "optimizer", opt), lambda s: 1.0)
+        for _ in range(3):
+            acc.backward(model(torch.ones(8, 4)).square().mean())
+            if prepared:
+                assert bool(apply_update(acc, opt, sched, True))
+            else:
+                opt.step()
+                opt.zero_grad()
+        return [p.detach().clone() for p in model.parameters()]
+
+    wrapper_steps = []
+    monkeypatch.setattr(AcceleratedOptimizer, "step", lambda self, *a: wrapper_steps.append(1))
+    got = weights_after_3_updates(prepared=True)
+    assert wrapper_steps == []
+    assert all(torch.equal(a, b) for a, b in zip(got, weights_after_3_updates(prepared=False)))
+    assert plain_step(torch.optim.SGD([torch.nn.Parameter(torch.ones(1))], lr=1)) is None  # not prepared: as is
+    scaled = AcceleratedOptimizer(torch.optim.SGD([torch.nn.Parameter(torch.ones(1))], lr=1))
+    scaled.scaler = object()
+    assert plain_step(scaled) is None  # a GradScaler's step goes through Accelerate

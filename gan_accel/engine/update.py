@@ -6,8 +6,23 @@ from __future__ import annotations
 from typing import Optional
 
 import torch
+from accelerate.optimizer import AcceleratedOptimizer
+from accelerate.utils import DistributedType
 
 from ..loop.guard import all_finite
+
+
+def plain_step(optimizer) -> Optional[torch.optim.Optimizer]:
+    """The torch optimizer under a prepared one when Accelerate's wrapper would only forward to
+    it (no GradScaler, no XLA, not a DeepSpeed or other subclass), else None. Accelerate's
+    ``step()`` looks for an optional package on disk at each call and its ``zero_grad()`` inspects
+    a signature: about 0.3 ms per update of two optimizers on a CPU, a tenth of a small model's
+    update. The engine only calls these on sync steps, where the wrapper forwards them as is."""
+    if type(optimizer) is not AcceleratedOptimizer:
+        return None
+    if optimizer.scaler is not None or optimizer.accelerator_state.distributed_type == DistributedType.XLA:
+        return None
+    return optimizer.optimizer
 
 
 def gradients_of(optimizer) -> list:
@@ -68,15 +83,16 @@ def apply_update(
         finite = accelerator.reduce((~finite).float().reshape(1).to(accelerator.device), reduction="sum")[0] == 0
         found_inf = None
     raw = getattr(optimizer, "optimizer", optimizer)
+    stepper = plain_step(optimizer) or optimizer
     if finite is not None and raw.defaults.get("fused"):
         raw.found_inf = (~finite).float() if found_inf is None else found_inf
-        optimizer.step()
+        stepper.step()
         raw.found_inf = None
     elif finite is not None and not bool(finite):
-        optimizer.zero_grad(set_to_none=True)
+        stepper.zero_grad(set_to_none=True)
         return finite
     else:
-        optimizer.step()
+        stepper.step()
     scheduler.step()  # also on a device-side skip: the schedule follows the updates attempted
-    optimizer.zero_grad(set_to_none=True)
+    stepper.zero_grad(set_to_none=True)
     return finite if finite is not None else torch.ones((), dtype=torch.bool, device=accelerator.device)
