@@ -64,7 +64,11 @@ class PlainInfoGAN:
     every ``log_every`` updates. Same networks (the example's classes, built in its order after
     the same seed), data order, codes and Adam as the task, so the weights must equal its own."""
 
-    def __init__(self, setup: InfoGANBenchSetup, images_u8: torch.Tensor) -> None:
+    def __init__(self, setup: InfoGANBenchSetup, images_u8: torch.Tensor, torch_step: bool = False) -> None:
+        """``torch_step``: step and zero the torch optimizers under the prepared ones, as the
+        engine does where Accelerate's wrapper would only forward the call (see
+        gan_accel.engine.update.plain_step): the loop without the wrapper's per-call cost, so
+        that the engine's own overhead is measured apart from it."""
         from accelerate import Accelerator
 
         ns = example()
@@ -80,6 +84,8 @@ class PlainInfoGAN:
         opt_GQ = torch.optim.Adam([*G.parameters(), *Q.parameters()], **adam)
         opt_D = torch.optim.Adam(D.parameters(), **adam)
         self.G, self.Q, self.D, self.opt_GQ, self.opt_D = self.accelerator.prepare(G, Q, D, opt_GQ, opt_D)
+        if torch_step:
+            self.opt_GQ, self.opt_D = self.opt_GQ.optimizer, self.opt_D.optimizer
         device = self.accelerator.device
         self.batches = EpochBatches(images_u8.to(device).float().div_(127.5).sub_(1.0), setup.batch_size, setup.seed)
         self.gen = torch.Generator(device=device)
@@ -146,7 +152,11 @@ def bench_infogan(setup: InfoGANBenchSetup, log=print) -> dict:
 
     data = load_image_data("digits", image_size=16, channels=1)
     toolkit = ToolkitInfoGAN(setup, scratch_dir())
-    contenders = {"plain": PlainInfoGAN(setup, data.images), "toolkit": toolkit}
+    contenders = {
+        "plain": PlainInfoGAN(setup, data.images),
+        "plain_torch_step": PlainInfoGAN(setup, data.images, torch_step=True),
+        "toolkit": toolkit,
+    }
     device = toolkit.device
     for c in contenders.values():
         c.advance(setup.warmup)
@@ -157,7 +167,10 @@ def bench_infogan(setup: InfoGANBenchSetup, log=print) -> dict:
         "setup": {k: getattr(setup, k) for k in ("batch_size", "rounds", "chunk", "warmup", "log_every", "seed")},
         "images_per_s": {name: summary(v) for name, v in ips.items()},
         "ratio_vs_plain": summary(ratios(ips["toolkit"], ips["plain"])),
-        "weights_max_abs_diff": max_abs_diff(toolkit.weights(), contenders["plain"].weights()),
+        "ratio_vs_plain_torch_step": summary(ratios(ips["toolkit"], ips["plain_torch_step"])),
+        "weights_max_abs_diff": max(
+            max_abs_diff(toolkit.weights(), contenders[name].weights()) for name in ("plain", "plain_torch_step")
+        ),
         "steps_compared": setup.warmup + setup.rounds * setup.chunk,
         "end_of_run_io_seconds": toolkit.end_of_run_io(),
     }

@@ -137,6 +137,8 @@ def table(result: dict) -> str:
         rows.append(("InfoGAN hand-written Accelerate loop", "img/s", _fmt(i["images_per_s"]["plain"])))
         rows.append(("InfoGAN task (docs/infogan_example.py)", "img/s", _fmt(i["images_per_s"]["toolkit"])))
         rows.append(("  ratio task / hand-written", "x", _fmt(i["ratio_vs_plain"], 3)))
+        if "ratio_vs_plain_torch_step" in i:  # the loop stepping the torch optimizers, as the engine does
+            rows.append(("  ratio task / hand-written, torch step()", "x", _fmt(i["ratio_vs_plain_torch_step"], 3)))
         diff = f"{i['weights_max_abs_diff']:.3g} after {i['steps_compared']} steps"
         rows.append(("  max |weight diff| (G, Q, D)", "", diff))
         rows.append(("  end-of-run checkpoint + grid (once)", "s", f"{i['end_of_run_io_seconds']:.2f}"))
