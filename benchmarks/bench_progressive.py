@@ -2,26 +2,41 @@
 full size, in one process (docs/photos.md, "Progressive resolution").
 
 The networks of the CPU preset (DCGAN, 48 channels, 32 px, batch 64, RGB) with the half-size heads,
-the nonsaturating loss, Adam, one D update and one G update per round: rounds at alpha 0 (stage 1)
+the nonsaturating loss, Adam, an update being one D step and one G step: rounds at alpha 0 (stage 1)
 and alpha 1 (full size) alternate, so a machine that gets busier slows both alike, and the ratio
 of their median times is the speed-up. ``uptime`` is printed with it: on a shared machine the
 absolute times move, the ratio much less.
 
-  PYTHONPATH=. OMP_NUM_THREADS=1 python -m benchmarks.progressive
+    OMP_NUM_THREADS=1 python -m benchmarks.bench_progressive
 """
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import subprocess
 import time
+from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
 import torch
 
+from gan_accel.config import check_positive, parse_config
+from gan_accel.errors import cli_entry
 from gan_accel.gan.step import d_loss, g_loss
 from gan_accel.models import build_models
+
+
+@dataclass
+class ProgressiveBenchArguments:
+    channels: int = field(default=3, metadata={"help": "Image channels (3: photos, 1: digits)."})
+    width: int = field(default=48, metadata={"help": "g_channels = d_channels (the CPU preset's 48)."})
+    batch_size: int = field(default=64, metadata={"help": "Images per update (the CPU preset's 64)."})
+    rounds: int = field(default=5, metadata={"help": "Alternating rounds of each stage."})
+    updates: int = field(default=10, metadata={"help": "Timed updates per stage per round."})
+
+    def __post_init__(self) -> None:
+        for name in ("channels", "width", "batch_size", "rounds", "updates"):
+            check_positive(name, getattr(self, name))
 
 
 def update(G, D, opt_g, opt_d, real: torch.Tensor, z: torch.Tensor) -> None:
@@ -48,14 +63,9 @@ def seconds_per_update(G, D, opt_g, opt_d, real, z, alpha: float, updates: int) 
     return (time.perf_counter() - start) / updates
 
 
+@cli_entry
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--channels", type=int, default=3, help="Image channels (3: photos, 1: digits).")
-    parser.add_argument("--width", type=int, default=48, help="g_channels = d_channels (the CPU preset's 48).")
-    parser.add_argument("--batch_size", type=int, default=64)
-    parser.add_argument("--rounds", type=int, default=5, help="Alternating rounds of each stage.")
-    parser.add_argument("--updates", type=int, default=10, help="Updates per round.")
-    args = parser.parse_args(argv)
+    (args,) = parse_config((ProgressiveBenchArguments,), argv, description=__doc__)
     torch.manual_seed(0)
     G, D = build_models(
         "dcgan",
