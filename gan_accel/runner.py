@@ -162,6 +162,11 @@ class Task:
     def check_settings(self) -> None:
         """Checks across config classes (each class checks its own fields in ``__post_init__``)."""
 
+    def unused_parameters(self) -> bool:
+        """Whether some trainable parameters get no gradient in some steps (DDP must then look
+        for them after each forward, at a cost; see :func:`gan_accel.loop.build_accelerator`)."""
+        return False
+
     def read_data(self) -> None:
         """Read and check the data (runs under ``main_process_first``; ``self.accelerator`` is set)."""
 
@@ -202,7 +207,7 @@ class Task:
             {"--output_dir": out},
             {"--output_dir": [Path(out) / name for name in self.output_names()]},
         )
-        self.accelerator = build_accelerator(self.run_args, self.project)
+        self.accelerator = build_accelerator(self.run_args, self.project, self.unused_parameters())
         with self.accelerator.main_process_first():
             self.call("read_data")
         self.call("check")

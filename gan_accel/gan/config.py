@@ -113,6 +113,19 @@ class GANModelArguments:
     conditional: bool = field(
         default=False, metadata={"help": "Class-conditional G and projection D (needs labelled data)."}
     )
+    progressive_share: float = field(
+        default=0.0,
+        metadata={
+            "help": "Progressive resolution (--arch dcgan): the share of the run's planned length trained at half the image size (about half the cost per update), before a fade to full size; 0: off."
+        },
+    )
+    progressive_fade: float = field(
+        default=0.1,
+        metadata={
+            "resume": WARN,
+            "help": "With --progressive_share: the share of the run's planned length over which half-size images fade into full-size ones.",
+        },
+    )
 
     def __post_init__(self) -> None:
         check_choice("arch", self.arch, tuple(ARCHS))
@@ -120,6 +133,27 @@ class GANModelArguments:
         check_choice("g_norm", self.g_norm, G_NORMS)
         for name in ("z_dim", "g_channels", "d_channels"):
             check_positive(name, getattr(self, name))
+        self.check_progressive()
+
+    @property
+    def progressive(self) -> bool:
+        return self.progressive_share > 0
+
+    def check_progressive(self) -> None:
+        share, fade = self.progressive_share, self.progressive_fade
+        if not 0.0 <= share < 1.0:  # also NaN
+            raise ConfigError(f"--progressive_share must be in [0, 1); got {share}")
+        if not 0.0 <= fade <= 1.0:
+            raise ConfigError(f"--progressive_fade must be in [0, 1]; got {fade}")
+        if share + fade > 1.0:
+            raise ConfigError(
+                f"--progressive_share {share} + --progressive_fade {fade} exceed the run (1); lower either"
+            )
+        if share > 0 and self.arch != "dcgan":
+            raise ConfigError(
+                f"--progressive_share works with --arch dcgan only, not --arch {self.arch}; "
+                "pass --arch dcgan or leave out --progressive_share"
+            )
 
     def build_networks(self, channels: int, image_size: int, num_classes: int = 0):
         """``(G, D)`` as these flags describe them, for images of ``channels x image_size^2`` (a
@@ -136,6 +170,7 @@ class GANModelArguments:
             d_norm=self.d_norm,
             g_norm=self.g_norm,
             num_classes=num_classes,
+            progressive=self.progressive,
         )
 
     def check_image_size(self, image_size: int) -> None:

@@ -29,6 +29,27 @@ STREAMS = ("z", "labels", "gp_alpha", "augment", "ada")
 RealBatch = Callable[[Any], Tuple[torch.Tensor, Optional[torch.Tensor]]]
 
 
+def progressive_alpha(step: int, length: int, share: float, fade: float) -> float:
+    """The full-size weight of a progressive run at G update ``step`` of ``length``: 0 for the
+    first ``share`` of the run (half size only), a linear fade over the next ``fade``, 1 after.
+    The fade ends by the last update at the latest, so a finished run exports full-size G."""
+    if share <= 0:
+        return 1.0
+    start = share * length
+    end = min(start + fade * length, length - 1)
+    if step >= end:
+        return 1.0
+    if step <= start:
+        return 0.0
+    return (step - start) / (end - start)
+
+
+def next_alpha(current: float, step: int, length: int, share: float, fade: float) -> float:
+    """Never back down: a --time_budget run re-plans its length as it goes, and a longer plan
+    would otherwise return a faded-in G to half size."""
+    return max(current, progressive_alpha(step, length, share, fade))
+
+
 class GANRecipe:
     def __init__(
         self,
@@ -39,12 +60,14 @@ class GANRecipe:
         conditional: bool = False,
         ada: Optional[AdaptiveAugment] = None,
         schedule_length: Optional[Callable[[], int]] = None,
+        progressive: Tuple[float, float] = (0.0, 0.0),
     ) -> None:
         """``real_batch``: the data's reader of a loader batch (``ImageSource.real_batch``: a
         gather from the device tensor in memory, the workers' uint8 batch when streamed); its
         labels are used only when ``conditional``. ``ada``: adaptive augmentation (its p is read
         at each step); ``schedule_length``: the run's length in G updates, read at each update (a
-        --time_budget run learns it only after measuring itself); None: --max_steps."""
+        --time_budget run learns it only after measuring itself); None: --max_steps.
+        ``progressive``: (share, fade) of a progressive run (the networks' ``alpha``); share 0: off."""
         self.train_args = train
         self.real_batch = real_batch
         self.noise = noise
@@ -54,8 +77,11 @@ class GANRecipe:
         self.ada = ada
         self.ada_transforms = parse_ada_transforms(train.ada_transforms)
         self.schedule_length = schedule_length
+        self.progressive = progressive
+        self.networks: Mapping[str, torch.nn.Module] = {}
 
     def recipe(self, networks: Mapping[str, torch.nn.Module]) -> Recipe:
+        self.networks = networks  # unwrapped: where the progressive alpha buffers are set
         t = self.train_args
         n = self.train_args.d_steps_per_g_step
         betas = (t.adam_beta1, t.adam_beta2)
@@ -72,7 +98,19 @@ class GANRecipe:
             inputs=self.inputs,
         )
 
+    def set_alpha(self, step: int) -> None:
+        """The progressive blend of this step, before its forwards, on G and D alike. Kept in G's
+        buffer (so in checkpoints): a resumed run continues from the same value."""
+        share, fade = self.progressive
+        length = self.schedule_length() if self.schedule_length is not None else self.train_args.max_steps
+        G, D = self.networks["G"], self.networks["D"]
+        alpha = next_alpha(float(G.alpha), step, length, share, fade)
+        G.alpha.fill_(alpha)
+        D.alpha.fill_(alpha)
+
     def inputs(self, s) -> dict:
+        if self.progressive[0] > 0:
+            self.set_alpha(s.updates.get("G", 0))
         real, labels = self.real_batch(s.batch)
         labels = labels if self.conditional else None
         z = self.noise.normal("z", s.micro_step, self.z_dim)
@@ -112,6 +150,8 @@ class GANRecipe:
             self.ada.observe(metrics["D/real_sign"], s["real"].shape[0])
             metrics["aug/p"] = torch.tensor(self.ada.p)
             metrics["aug/rt"] = metrics["D/real_sign"]
+        if self.progressive[0] > 0:
+            metrics["progressive/alpha"] = self.networks["D"].alpha.clone()  # 0: half size, 1: full size
         return loss, metrics
 
     def g_phase(self, s):

@@ -60,6 +60,10 @@ class GANTrainer(Task):
     def check_settings(self) -> None:
         self.model_args.check_image_size(self.data_args.image_size)
 
+    def unused_parameters(self) -> bool:
+        # A progressive run's full-size layers get no gradient at half size, its half-size heads none after the fade.
+        return self.model_args.progressive
+
     def read_data(self) -> None:
         self.data = open_images(self.data_args, self.accelerator)
 
@@ -122,6 +126,7 @@ class GANTrainer(Task):
             conditional=bool(self.num_classes),
             ada=self.ada,
             schedule_length=self.budget.schedule_length if self.budget is not None else None,
+            progressive=(m.progressive_share, m.progressive_fade),
         )
         self.sample_z = fixed_noise(t.num_sample_images, m.z_dim, seed + 12345)
         self.sample_labels = grid_labels(t.num_sample_images, self.num_classes)

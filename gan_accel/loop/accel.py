@@ -18,11 +18,15 @@ from .rundir import RUN_OUTPUTS, clear_run_outputs
 RUN_MARKER = "config.json"
 
 
-def build_accelerator(run: RunArguments, project_name: str) -> Accelerator:
+def build_accelerator(run: RunArguments, project_name: str, unused_parameters: bool = False) -> Accelerator:
     """One Accelerator for the whole run, configured from :class:`RunArguments`.
 
     ``broadcast_buffers=False``: a D with BatchNorm runs two forwards (real, fake) before one
     backward; buffer broadcasting between them raises an in-place error on CUDA (pytorch #22095).
+    ``unused_parameters``: some parameters get no gradient in some steps (a progressive GAN's
+    full-size layers while it trains at half size); DDP waits for every parameter's gradient
+    unless told to look for the unused ones after each forward, and the next step fails with
+    "Expected to have finished reduction". Off otherwise: the search walks the graph every step.
     """
     world_size = launched_processes()
     accelerator = Accelerator(
@@ -33,7 +37,9 @@ def build_accelerator(run: RunArguments, project_name: str) -> Accelerator:
         project_config=ProjectConfiguration(
             project_dir=run.output_dir, logging_dir=str(Path(run.output_dir) / "logs")
         ),
-        kwargs_handlers=[DistributedDataParallelKwargs(broadcast_buffers=False)],
+        kwargs_handlers=[
+            DistributedDataParallelKwargs(broadcast_buffers=False, find_unused_parameters=unused_parameters)
+        ],
         # Batches from pinned host memory (streamed image data, CUDA) are copied asynchronously.
         dataloader_config=DataLoaderConfiguration(non_blocking=True),
     )

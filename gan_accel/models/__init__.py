@@ -33,8 +33,11 @@ def build_models(
     d_norm: str,
     num_classes: int = 0,
     g_norm: str = "batch",
+    progressive: bool = False,
 ) -> Tuple[nn.Module, nn.Module]:
+    """``progressive``: DCGAN only, half-size heads for a progressive run (see :mod:`.dcgan`)."""
     G_cls, D_cls, _ = ARCHS[arch]
+    extra = {"progressive": True} if progressive else {}
     G = G_cls(
         z_dim=z_dim,
         channels=channels,
@@ -42,8 +45,16 @@ def build_models(
         g_channels=g_channels,
         num_classes=num_classes,
         g_norm=g_norm,
+        **extra,
     )
-    D = D_cls(channels=channels, image_size=image_size, d_channels=d_channels, d_norm=d_norm, num_classes=num_classes)
+    D = D_cls(
+        channels=channels,
+        image_size=image_size,
+        d_channels=d_channels,
+        d_norm=d_norm,
+        num_classes=num_classes,
+        **extra,
+    )
     return G, D
 
 

@@ -33,6 +33,8 @@ def save_generator(
     (``[{name, value, protocol}]``)."""
     config = dict(getattr(G, "_hub_mixin_config", None) or {})
     config["arch"] = G.arch
+    if not config.get("progressive", True):
+        del config["progressive"]  # a plain generator's config.json stays as older versions read it
     save_export(G, path, config, card=CardInfo(run_config, metrics))
 
 
