@@ -169,6 +169,13 @@ class GANTrainArguments:
             "help": "DiffAugment policy for every D input (real and fake, D and G steps): a comma-separated subset of translation,cutout,color ('' off)."
         },
     )
+    recon_weight: float = field(
+        default=1.0,
+        metadata={
+            "resume": WARN,
+            "help": "Weight of the discriminator's self-supervised reconstruction loss on real images (--arch fastgan only; 0: off).",
+        },
+    )
     d_steps_per_g_step: int = field(default=1, metadata={"help": "D updates per G update (n_critic)."})
     batch_size: int = field(default=64, metadata={"help": "Images per process per micro-batch."})
     max_steps: int = field(default=2000, metadata={"resume": FREE, "help": "G optimizer updates to train for."})
@@ -292,11 +299,11 @@ class GANTrainArguments:
             "r1_interval",
         ):
             check_positive(name, getattr(self, name))
-        for name in ("gp_weight", "r1_gamma", "warmup_steps", "ema_start", "sample_every"):
+        for name in ("gp_weight", "r1_gamma", "recon_weight", "warmup_steps", "ema_start", "sample_every"):
             check_positive(name, getattr(self, name), allow_zero=True)
         # NaN passes every comparison (NaN <= 0 is False) and inf passes "> 0": both would only
         # fail later, inside torch, after the run folder was written.
-        for name in ("gp_weight", "r1_gamma", "lr_g", "lr_d", "adam_beta1", "adam_beta2", "ema_decay"):
+        for name in ("gp_weight", "r1_gamma", "recon_weight", "lr_g", "lr_d", "adam_beta1", "adam_beta2", "ema_decay"):
             if not math.isfinite(getattr(self, name)):
                 raise ConfigError(f"--{name} must be a finite number; got {getattr(self, name)}")
         for name in ("adam_beta1", "adam_beta2", "ema_decay"):

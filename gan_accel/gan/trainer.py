@@ -122,6 +122,7 @@ class GANTrainer(Task):
             conditional=bool(self.num_classes),
             ada=self.ada,
             schedule_length=self.budget.schedule_length if self.budget is not None else None,
+            reconstructs=getattr(D, "reconstructs", False),
         )
         self.sample_z = fixed_noise(t.num_sample_images, m.z_dim, seed + 12345)
         self.sample_labels = grid_labels(t.num_sample_images, self.num_classes)
