@@ -138,6 +138,16 @@ class GANModelArguments:
             num_classes=num_classes,
         )
 
+    def check_recon_weight(self, recon_weight: float) -> None:
+        """A --recon_weight other than its default on an arch whose D reconstructs nothing would
+        be silently ignored."""
+        default = GANTrainArguments.__dataclass_fields__["recon_weight"].default
+        if recon_weight != default and not getattr(ARCHS[self.arch][1], "reconstructs", False):
+            raise ConfigError(
+                f"--recon_weight weighs the reconstruction loss of --arch fastgan's discriminator; "
+                f"--arch {self.arch} has none: drop --recon_weight"
+            )
+
     def check_image_size(self, image_size: int) -> None:
         sizes = supported_sizes(self.arch)
         if image_size not in sizes:

@@ -59,6 +59,7 @@ class GANTrainer(Task):
 
     def check_settings(self) -> None:
         self.model_args.check_image_size(self.data_args.image_size)
+        self.model_args.check_recon_weight(self.train_args.recon_weight)
 
     def read_data(self) -> None:
         self.data = open_images(self.data_args, self.accelerator)
