@@ -7,7 +7,6 @@ import json
 import pytest
 import torch
 import torch.nn.functional as F
-from safetensors.torch import load_file
 
 from gan_accel.config import RunArguments
 from gan_accel.engine import RandomStreams
@@ -18,6 +17,8 @@ from gan_accel.gan.trainer import GANTrainer
 from gan_accel.models import build_models, load_generator, save_generator, supported_sizes
 from gan_accel.models.fastgan import FastGANGenerator, SkipExcitation, quadrant
 from helpers import TINY_GAN, load_script, one_line_error, read_jsonl
+from test_distributed import EXACT, torchrun
+from test_gan_train import tensors_of
 
 TINY = dict(z_dim=8, g_channels=8, d_channels=8)
 train_gan = load_script("train_gan").main
@@ -175,17 +176,6 @@ def trainer(out, max_steps, resume=None, **overrides):
     return GANTrainer(data, model, train, run)
 
 
-def checkpoint_tensors(ckpt):
-    """Every tensor of a checkpoint: G, D (its decoders included), the EMA, both Adams' states."""
-    out = {}
-    for name in ("model.safetensors", "model_1.safetensors", "ema.safetensors"):
-        out.update({f"{name}.{k}": v for k, v in load_file(str(ckpt / name)).items()})
-    for name in ("optimizer.bin", "optimizer_1.bin"):
-        for idx, state in torch.load(ckpt / name, weights_only=True)["state"].items():
-            out.update({f"{name}.{idx}.{k}": v for k, v in state.items()})
-    return out
-
-
 def test_resume_equals_uninterrupted_run(tmp_path):
     # 128 x 1797 digits: 14 batches per epoch, so a stop after 4 updates is mid-epoch. DiffAugment
     # on: the reconstruction rebuilds the augmented reals, whose draws must resume too.
@@ -195,10 +185,24 @@ def test_resume_equals_uninterrupted_run(tmp_path):
     resumed = trainer(tmp_path / "split", 8, resume="latest", **kw)
     assert resumed.run.state.step == 4
     resumed.train()
-    a = checkpoint_tensors(tmp_path / "straight" / "checkpoints" / "step_00000008")
-    b = checkpoint_tensors(tmp_path / "split" / "checkpoints" / "step_00000008")
+    a = tensors_of(tmp_path / "straight" / "checkpoints" / "step_00000008")
+    b = tensors_of(tmp_path / "split" / "checkpoints" / "step_00000008")
     assert a.keys() == b.keys() and any("decode_part" in key for key in a)
     assert all(torch.equal(a[key], b[key]) for key in a), [key for key in a if not torch.equal(a[key], b[key])][:5]
     straight = [r["reg/recon"] for r in read_jsonl(tmp_path / "straight" / "metrics.jsonl")]
     split = [r["reg/recon"] for r in read_jsonl(tmp_path / "split" / "metrics.jsonl")]
     assert straight[-4:] == split[-4:]
+
+
+def test_two_processes_equal_one_process(tmp_path):
+    """BN-free, 2 processes on half batches train what 1 process does on the whole: the decoders'
+    gradients are averaged like every other one, and each rank rebuilds the quadrants of its own
+    rows of the global batch's draw."""
+    flags = [*EXACT, "--arch", "fastgan", "--max_steps", "4", "--sample_every", "0"]
+    assert train_gan([*flags, "--output_dir", str(tmp_path / "single"), "--batch_size", "32"]) == 0
+    torchrun([*flags, "--output_dir", str(tmp_path / "ddp"), "--batch_size", "16"])
+    a = tensors_of(tmp_path / "single" / "checkpoints" / "step_00000004")
+    b = tensors_of(tmp_path / "ddp" / "checkpoints" / "step_00000004")
+    assert a.keys() == b.keys() and any("decode_whole" in key for key in a)
+    worst = max((a[k].double() - b[k].double()).abs().max().item() for k in a)
+    assert worst < 1e-5, worst
