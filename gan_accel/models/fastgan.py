@@ -27,7 +27,6 @@ minutes on a CPU does not have.
 
 from __future__ import annotations
 
-import math
 from typing import List, Optional
 
 import torch
@@ -35,15 +34,10 @@ import torch.nn as nn
 import torch.nn.functional as F
 from huggingface_hub import PyTorchModelHubMixin
 
-from .dcgan import dcgan_init
+from .dcgan import _num_up, dcgan_init
 from .layers import ProjectionHead, conditional_input, d_norm_layer, g_norm_layer, maybe_spectral
 
 FASTGAN_SIZES = (16, 32, 64, 128)
-
-
-def _num_up(image_size: int) -> int:
-    # 4 * 2**n == image_size.
-    return int(math.log2(image_size)) - 2
 
 
 class UpBlock(nn.Sequential):
