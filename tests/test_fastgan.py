@@ -168,6 +168,20 @@ def test_recon_weight_flags(tmp_path, capsys):
     assert not any(tmp_path.iterdir())
 
 
+def test_the_precision_probe_times_the_reconstruction_too():
+    """The bf16/fp32 probe (--measure_precision) times the run's own D update, decoders included."""
+    from benchmarks.roofline import count_flops
+    from gan_accel.gan.precision import gan_update
+
+    model = GANModelArguments(arch="fastgan", **TINY)
+    data = GANDataArguments(image_size=16)
+    flops = {
+        w: count_flops(lambda w=w: gan_update(GANTrainArguments(batch_size=4, recon_weight=w), model, data)(False))
+        for w in (0.0, 1.0)
+    }
+    assert flops[1.0] > flops[0.0]
+
+
 def trainer(out, max_steps, resume=None, **overrides):
     data = GANDataArguments(image_size=16)
     model = GANModelArguments(arch="fastgan", **TINY)
