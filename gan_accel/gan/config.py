@@ -179,11 +179,11 @@ class GANTrainArguments:
             "help": "DiffAugment policy for every D input (real and fake, D and G steps): a comma-separated subset of translation,cutout,color ('' off)."
         },
     )
+    # Refused on resume: 0 freezes D's decoders, which changes what D's optimizer holds.
     recon_weight: float = field(
         default=1.0,
         metadata={
-            "resume": WARN,
-            "help": "Weight of the discriminator's self-supervised reconstruction loss on real images (--arch fastgan only; 0: off).",
+            "help": "Weight of the discriminator's self-supervised reconstruction loss on real images (--arch fastgan only; 0: off, its decoders frozen)."
         },
     )
     d_steps_per_g_step: int = field(default=1, metadata={"help": "D updates per G update (n_critic)."})

@@ -98,6 +98,8 @@ class GANTrainer(Task):
         )
         self.num_classes = self.data.num_classes if m.conditional else 0
         G, D = m.build_networks(self.data.channels, self.data.image_size, self.num_classes)
+        if getattr(D, "reconstructs", False) and t.recon_weight == 0:
+            D.freeze_decoders()  # before the optimizers and DDP see the parameters
         if t.channels_last:
             to_channels_last(G, D)  # before the optimizers (and the EMA copy) see the parameters
         # In memory: a loader of sample indices whose images are gathered from a tensor on the

@@ -180,6 +180,13 @@ class FastGANDiscriminator(nn.Module):
         self.decode_part = Decoder(d_channels, channels, d_norm)  # from a quarter of side S/2
         dcgan_init(self)
 
+    def freeze_decoders(self) -> None:
+        """For a run without the reconstruction (``--recon_weight 0``): decoders that never run
+        must not be trainable, or DDP, which does not look for unused parameters, waits for their
+        gradients and fails at the next update; frozen, no optimizer holds them."""
+        self.decode_whole.requires_grad_(False)
+        self.decode_part.requires_grad_(False)
+
     def forward(self, x: torch.Tensor, labels: Optional[torch.Tensor] = None, quadrants=None):
         """``quadrants`` ([B] int64 in 0..3, for real images): also return the reconstruction
         loss. It is computed here, in ``forward``, because DDP's gradient hooks watch only the
