@@ -53,6 +53,7 @@ def build_toolkit(
     channels_last: bool = False,
     mixed_precision: str = "no",
     compile: bool = False,
+    arch: str = "dcgan",
 ):
     """A GANTrainer exactly as ``train_gan.py`` builds it, with periodic files off."""
     from gan_accel.gan.config import GANDataArguments, GANModelArguments, GANTrainArguments
@@ -60,9 +61,7 @@ def build_toolkit(
 
     reset_accelerate()
     data = GANDataArguments(dataset="digits", image_size=setup.image_size, channels=1)
-    model = GANModelArguments(
-        arch="dcgan", z_dim=setup.z_dim, g_channels=setup.g_channels, d_channels=setup.d_channels
-    )
+    model = GANModelArguments(arch=arch, z_dim=setup.z_dim, g_channels=setup.g_channels, d_channels=setup.d_channels)
     train = GANTrainArguments(
         batch_size=setup.batch_size,
         max_steps=setup.warmup + setup.rounds * setup.chunk,

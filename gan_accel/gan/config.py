@@ -173,6 +173,16 @@ class GANModelArguments:
             progressive=self.progressive,
         )
 
+    def check_recon_weight(self, recon_weight: float) -> None:
+        """A --recon_weight other than its default on an arch whose D reconstructs nothing would
+        be silently ignored."""
+        default = GANTrainArguments.__dataclass_fields__["recon_weight"].default
+        if recon_weight != default and not getattr(ARCHS[self.arch][1], "reconstructs", False):
+            raise ConfigError(
+                f"--recon_weight weighs the reconstruction loss of --arch fastgan's discriminator; "
+                f"--arch {self.arch} has none: drop --recon_weight"
+            )
+
     def check_image_size(self, image_size: int) -> None:
         sizes = supported_sizes(self.arch)
         if image_size not in sizes:
@@ -202,6 +212,13 @@ class GANTrainArguments:
         default="",
         metadata={
             "help": "DiffAugment policy for every D input (real and fake, D and G steps): a comma-separated subset of translation,cutout,color ('' off)."
+        },
+    )
+    # Refused on resume: 0 freezes D's decoders, which changes what D's optimizer holds.
+    recon_weight: float = field(
+        default=1.0,
+        metadata={
+            "help": "Weight of the discriminator's self-supervised reconstruction loss on real images (--arch fastgan only; 0: off, its decoders frozen)."
         },
     )
     d_steps_per_g_step: int = field(default=1, metadata={"help": "D updates per G update (n_critic)."})
@@ -327,11 +344,11 @@ class GANTrainArguments:
             "r1_interval",
         ):
             check_positive(name, getattr(self, name))
-        for name in ("gp_weight", "r1_gamma", "warmup_steps", "ema_start", "sample_every"):
+        for name in ("gp_weight", "r1_gamma", "recon_weight", "warmup_steps", "ema_start", "sample_every"):
             check_positive(name, getattr(self, name), allow_zero=True)
         # NaN passes every comparison (NaN <= 0 is False) and inf passes "> 0": both would only
         # fail later, inside torch, after the run folder was written.
-        for name in ("gp_weight", "r1_gamma", "lr_g", "lr_d", "adam_beta1", "adam_beta2", "ema_decay"):
+        for name in ("gp_weight", "r1_gamma", "recon_weight", "lr_g", "lr_d", "adam_beta1", "adam_beta2", "ema_decay"):
             if not math.isfinite(getattr(self, name)):
                 raise ConfigError(f"--{name} must be a finite number; got {getattr(self, name)}")
         for name in ("adam_beta1", "adam_beta2", "ema_decay"):

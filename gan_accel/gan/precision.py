@@ -97,6 +97,9 @@ def gan_update(train, model, data) -> UpdateFn:
         to_channels_last(G, D)
         real = real.contiguous(memory_format=torch.channels_last)
     labels = torch.randint(0, num_classes, (train.batch_size,)) if num_classes else None
+    # FastGAN's D rebuilds the reals in the run's D update: its decoders are convolutions too.
+    reconstructs = getattr(D, "reconstructs", False) and train.recon_weight > 0
+    quadrants = torch.randint(0, 4, (train.batch_size,)) if reconstructs else None
     betas = (train.adam_beta1, train.adam_beta2)
     opt_G = torch.optim.Adam(G.parameters(), lr=train.lr_g, betas=betas)
     opt_D = torch.optim.Adam(D.parameters(), lr=train.lr_d, betas=betas)
@@ -105,7 +108,9 @@ def gan_update(train, model, data) -> UpdateFn:
         z = torch.randn(train.batch_size, model.z_dim)
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=use_bf16):
             fake = G(z, labels)
-            loss_D, _ = d_loss(D, real, fake, labels, train.loss)
+            loss_D, _ = d_loss(
+                D, real, fake, labels, train.loss, recon_quadrants=quadrants, recon_weight=train.recon_weight
+            )
         opt_D.zero_grad(set_to_none=True)
         loss_D.backward()
         opt_D.step()

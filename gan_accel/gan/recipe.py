@@ -1,7 +1,7 @@
 """The GAN as a recipe on the engine: two networks, two optimizers, two phases.
 
 networks   G (optimizer G), D (optimizer D)
-phases     D: every update window            loss: D's loss (+ GP, + lazy R1)
+phases     D: every update window            loss: D's loss (+ GP, + lazy R1, + reconstruction)
            G: after every n_critic-th D update, D frozen     loss: G's loss through D
 inputs     real images and labels of the batch, z for the global batch, one G forward
            (kept with a graph only in windows where G trains), DiffAugment seeded per step
@@ -21,8 +21,9 @@ from .config import GANTrainArguments
 
 # The recipe's random streams, in this order: a stream's seed depends on its position (see
 # RandomStreams), and these positions are those of the first GAN runs ("labels" is reserved);
-# "ada" (adaptive augmentation's gates and parameters) came later, last, so no seed moved.
-STREAMS = ("z", "labels", "gp_alpha", "augment", "ada")
+# "ada" (adaptive augmentation's gates and parameters) came later, last, so no seed moved; then
+# "recon" (the quadrant each real image's reconstruction rebuilds, --arch fastgan).
+STREAMS = ("z", "labels", "gp_alpha", "augment", "ada", "recon")
 
 
 # A batch of the prepared loader -> (float images in [-1, 1] on the device, int64 labels or None).
@@ -61,13 +62,15 @@ class GANRecipe:
         ada: Optional[AdaptiveAugment] = None,
         schedule_length: Optional[Callable[[], int]] = None,
         progressive: Tuple[float, float] = (0.0, 0.0),
+        reconstructs: bool = False,
     ) -> None:
         """``real_batch``: the data's reader of a loader batch (``ImageSource.real_batch``: a
         gather from the device tensor in memory, the workers' uint8 batch when streamed); its
         labels are used only when ``conditional``. ``ada``: adaptive augmentation (its p is read
         at each step); ``schedule_length``: the run's length in G updates, read at each update (a
         --time_budget run learns it only after measuring itself); None: --max_steps.
-        ``progressive``: (share, fade) of a progressive run (the networks' ``alpha``); share 0: off."""
+        ``progressive``: (share, fade) of a progressive run (the networks' ``alpha``); share 0: off.
+        ``reconstructs``: D rebuilds its real inputs (FastGAN's D), weighted by --recon_weight."""
         self.train_args = train
         self.real_batch = real_batch
         self.noise = noise
@@ -79,6 +82,7 @@ class GANRecipe:
         self.schedule_length = schedule_length
         self.progressive = progressive
         self.networks: Mapping[str, torch.nn.Module] = {}
+        self.reconstructs = reconstructs and train.recon_weight > 0
 
     def recipe(self, networks: Mapping[str, torch.nn.Module]) -> Recipe:
         self.networks = networks  # unwrapped: where the progressive alpha buffers are set
@@ -134,6 +138,8 @@ class GANRecipe:
         alpha = self.noise.uniform("gp_alpha", s.micro_step, 1, 1, 1) if t.loss == "wgan_gp" else None
         # Lazy R1 (StyleGAN2): on every k-th D update only, weighted by k to keep its strength.
         lazy_r1 = t.r1_gamma > 0 and s.updates.get("D", 0) % t.r1_interval == 0
+        # Drawn per micro-step from the seeded stream, so a resumed run rebuilds the same quadrants.
+        quadrants = self.noise.categorical("recon", s.micro_step, 4) if self.reconstructs else None
         loss, metrics = phases.d_loss(
             s.nets.D,
             s["real"],
@@ -145,6 +151,8 @@ class GANRecipe:
             r1_weight=t.r1_gamma / 2 * t.r1_interval if lazy_r1 else 0.0,
             augment=s["augment"],
             scaler=s.accelerator.scaler,
+            recon_quadrants=quadrants,
+            recon_weight=t.recon_weight,
         )
         if self.ada is not None:  # ADA watches D's verdict on the reals it trains on
             self.ada.observe(metrics["D/real_sign"], s["real"].shape[0])

@@ -29,6 +29,8 @@ def d_loss(
     r1_weight: float = 0.0,
     augment: Optional[Augment] = None,
     scaler=None,
+    recon_quadrants: Optional[torch.Tensor] = None,
+    recon_weight: float = 0.0,
 ) -> Tuple[torch.Tensor, Metrics]:
     """D's loss on a real batch and a detached fake batch (G gets no gradient).
 
@@ -36,11 +38,17 @@ def d_loss(
     the penalties are gradients w.r.t. the un-augmented images, of the same augmented D that the
     loss trains (as StyleGAN2-ADA does). ``r1_weight`` is the full weight of this step's R1 term
     (gamma/2, times the interval when lazy); 0 skips it. ``scaler``: fp16's GradScaler, for the
-    penalties' inner ``autograd.grad``.
+    penalties' inner ``autograd.grad``. ``recon_quadrants``: for a D that reconstructs its real
+    inputs (``--arch fastgan``), the quadrant of each real image to rebuild; its loss, weighted
+    by ``recon_weight``, comes out of the same forward as the real logits.
     """
     fake = fake.detach()
-    D_aug = D if augment is None else (lambda x, y=None: D(augment(x), y))
-    real_logits = D_aug(real, labels)
+    D_aug = D if augment is None else (lambda x, y=None, *q: D(augment(x), y, *q))
+    recon = None
+    if recon_quadrants is not None:
+        real_logits, recon = D_aug(real, labels, recon_quadrants)
+    else:
+        real_logits = D_aug(real, labels)
     fake_logits = D_aug(fake, labels)
     d = D_LOSSES[loss](real_logits.float(), fake_logits.float())
     total = d
@@ -51,6 +59,9 @@ def d_loss(
         # ADA's overfitting signal r_t (gan_accel.gan.ada): the share of reals D calls real.
         "D/real_sign": real_logits.detach().float().sign().mean(),
     }
+    if recon is not None:
+        total = total + recon_weight * recon
+        metrics["reg/recon"] = recon.detach()
     if gp_weight > 0:
         gp = gradient_penalty(D_aug, real, fake, gp_alpha, labels, scaler)
         total = total + gp_weight * gp

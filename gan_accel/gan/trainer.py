@@ -59,6 +59,7 @@ class GANTrainer(Task):
 
     def check_settings(self) -> None:
         self.model_args.check_image_size(self.data_args.image_size)
+        self.model_args.check_recon_weight(self.train_args.recon_weight)
 
     def unused_parameters(self) -> bool:
         # A progressive run's full-size layers get no gradient at half size, its half-size heads none after the fade.
@@ -101,6 +102,8 @@ class GANTrainer(Task):
         )
         self.num_classes = self.data.num_classes if m.conditional else 0
         G, D = m.build_networks(self.data.channels, self.data.image_size, self.num_classes)
+        if getattr(D, "reconstructs", False) and t.recon_weight == 0:
+            D.freeze_decoders()  # before the optimizers and DDP see the parameters
         if t.channels_last:
             to_channels_last(G, D)  # before the optimizers (and the EMA copy) see the parameters
         # In memory: a loader of sample indices whose images are gathered from a tensor on the
@@ -127,6 +130,7 @@ class GANTrainer(Task):
             ada=self.ada,
             schedule_length=self.budget.schedule_length if self.budget is not None else None,
             progressive=(m.progressive_share, m.progressive_fade),
+            reconstructs=getattr(D, "reconstructs", False),
         )
         self.sample_z = fixed_noise(t.num_sample_images, m.z_dim, seed + 12345)
         self.sample_labels = grid_labels(t.num_sample_images, self.num_classes)

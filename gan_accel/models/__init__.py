@@ -9,12 +9,14 @@ import torch.nn as nn
 
 from .dcgan import DCGAN_SIZES, DCGANDiscriminator, DCGANGenerator
 from .export import load_generator, save_generator
+from .fastgan import FASTGAN_SIZES, FastGANDiscriminator, FastGANGenerator
 from .layers import D_NORMS, G_NORMS
 from .resnet import RESNET_SIZES, ResNetDiscriminator, ResNetGenerator
 
 ARCHS = {
     "dcgan": (DCGANGenerator, DCGANDiscriminator, DCGAN_SIZES),
     "resnet": (ResNetGenerator, ResNetDiscriminator, RESNET_SIZES),
+    "fastgan": (FastGANGenerator, FastGANDiscriminator, FASTGAN_SIZES),
 }
 
 

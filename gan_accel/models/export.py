@@ -15,9 +15,10 @@ from safetensors import SafetensorError
 from ..errors import UserError
 from ..loop.atomic import atomic_folder
 from .dcgan import DCGANGenerator
+from .fastgan import FastGANGenerator
 from .resnet import ResNetGenerator
 
-GENERATORS = {"dcgan": DCGANGenerator, "resnet": ResNetGenerator}
+GENERATORS = {"dcgan": DCGANGenerator, "resnet": ResNetGenerator, "fastgan": FastGANGenerator}
 WEIGHTS = "model.safetensors"  # the file name PyTorchModelHubMixin writes and reads
 # Keys every exported generator's config.json has (its init arguments); a classifier's or a
 # training run's config.json lacks some of them.

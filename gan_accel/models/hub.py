@@ -23,6 +23,7 @@ HUB_DATASETS = {"mnist": "ylecun/mnist", "cifar10": "uoft-cs/cifar10"}
 MODULES = {
     "DCGANGenerator": "gan_accel.models.dcgan",
     "ResNetGenerator": "gan_accel.models.resnet",
+    "FastGANGenerator": "gan_accel.models.fastgan",
     "ResnetGenerator": "gan_accel.cyclegan.models",
 }
 
