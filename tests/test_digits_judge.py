@@ -27,14 +27,32 @@ def real():
     return ImageData(digits.images[:400], digits.labels[:400], digits.class_names, name="digits400")
 
 
+TRAINED_ON = []  # the images each training of the judge was given
+
+
 @pytest.fixture(scope="module")
 def judge(real, tmp_path_factory):
-    return load_or_train_judge(real, tmp_path_factory.mktemp("judge"), TINY)
+    train = digits_judge.train_judge
+
+    def spy(images, *args):
+        TRAINED_ON.append(images)
+        return train(images, *args)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(digits_judge, "train_judge", spy)
+        return load_or_train_judge(real, tmp_path_factory.mktemp("judge"), TINY)
 
 
 @pytest.fixture(scope="module")
 def scorer(real, judge):
     return Scorer(judge, real)
+
+
+def test_judge_never_trains_on_the_floors_held_out_digits(real, judge):
+    (images,) = TRAINED_ON
+    assert torch.equal(images, real.images[judge.train_idx])
+    assert not set(judge.train_idx.tolist()) & set(judge.heldout_idx.tolist())
+    assert len(judge.train_idx) + len(judge.heldout_idx) == len(real)
 
 
 def test_calibration_ranks_real_below_blurred_below_shuffled(scorer):
@@ -117,3 +135,11 @@ def test_bad_input_is_one_line_and_writes_nothing(tmp_path, capsys):
         line = one_line_error(digits_judge.main, [*argv, *workdir], capsys)
         assert expected in line, line
     assert _tree(tmp_path) == before
+
+
+def test_help_exits_0_and_lists_the_flags(capsys):
+    with pytest.raises(SystemExit) as info:
+        digits_judge.main(["--help"])
+    assert info.value.code == 0
+    out = capsys.readouterr().out
+    assert all(flag in out for flag in ("--generator", "--run_dirs", "--workdir", "--num_images", "--judge_epochs"))
