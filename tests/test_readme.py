@@ -170,7 +170,7 @@ SCRIPTS = (
     "compare_metrics",
     "make_photo_crops",
 )
-BENCHMARKS = ("bench", "bench_data", "bench_knobs", "bench_distill", "photos")
+BENCHMARKS = ("bench", "bench_data", "bench_knobs", "bench_distill", "photos", "digits_judge")
 
 
 @functools.lru_cache(maxsize=None)  # one load of every script for all the documents
