@@ -395,10 +395,11 @@ def test_the_probe_compares_half_and_goes_back_up():
     from gan_accel.loop.threads import other_count, should_probe
 
     assert [other_count(n, 8) for n in (8, 4, 1)] == [4, 8, 2] and other_count(2, 2) == 1 and other_count(1, 1) == 1
-    assert should_probe(2, 2, 0.1, None)  # the first plan
-    assert not should_probe(1, 1, 9.0, None)  # one thread: nothing to compare
-    assert not should_probe(2, 2, 0.14, 0.1) and should_probe(2, 2, 0.16, 0.1)  # 1.5x slower
-    assert should_probe(1, 2, 0.1, 0.1)  # lowered: the machine may be free again
+    assert should_probe(2, 2, 0.1, None, 0, 1)  # the first plan
+    assert not should_probe(1, 1, 9.0, None, 0, 1)  # one thread: nothing to compare
+    assert not should_probe(2, 2, 0.14, 0.1, 1, 1) and should_probe(2, 2, 0.16, 0.1, 1, 1)  # 1.5x slower
+    assert should_probe(1, 2, 0.1, 0.1, 1, 1)  # lowered: the machine may be free again
+    assert not should_probe(1, 2, 0.1, 0.1, 1, 2) and should_probe(1, 2, 0.1, 0.1, 2, 2)  # backing off
 
 
 def test_the_probe_times_two_windows_keeps_the_faster_and_restores_the_start():
@@ -419,6 +420,14 @@ def test_the_probe_times_two_windows_keeps_the_faster_and_restores_the_start():
     ]
     probe.plan(40, 20.0, recent_pace=0.2)  # lowered: the next plan compares 2 again
     assert probe.window == (1, 40, 20.0)
+    probe.observe(45, 21.0)
+    assert threads[-1] == 2
+    probe.observe(46, 22.0)  # one update with 2 threads took 1 s, 5x the pace of 1: no more of them
+    assert threads[-1] == 1 and probe.window is None and len(said) == 1
+    probe.plan(60, 30.0, recent_pace=0.2)  # still busy: the next probe waits two plans
+    assert probe.window is None
+    probe.plan(80, 40.0, recent_pace=0.2)
+    assert probe.window == (1, 80, 40.0)
     probe.restore()
     assert threads[-1] == 2 and probe.window is None
 
@@ -433,6 +442,7 @@ def test_a_budgeted_run_on_a_cpu_that_gets_busy_uses_fewer_threads_and_says_so(
     import torch
 
     from gan_accel.gan import photo_run
+    from gan_accel.loop.threads import ThreadProbe
 
     def cost(threads, t):
         busy = 10 <= t < 30
@@ -445,6 +455,8 @@ def test_a_budgeted_run_on_a_cpu_that_gets_busy_uses_fewer_threads_and_says_so(
         real_after_update(self)
 
     monkeypatch.setattr(photo_run.RunExtras, "after_update", after_update)
+    real_restore, restored = ThreadProbe.restore, []
+    monkeypatch.setattr(ThreadProbe, "restore", lambda self: (restored.append(self.start), real_restore(self)))
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
     before = torch.get_num_threads()
     torch.set_num_threads(2)
@@ -464,6 +476,7 @@ def test_a_budgeted_run_on_a_cpu_that_gets_busy_uses_fewer_threads_and_says_so(
     threads = [r["sys/threads"] for r in read_jsonl(tmp_path / "run" / "metrics.jsonl") if "sys/threads" in r]
     # The mean count over each line's updates: whole lines at 2 and at 1, probes' lines between.
     assert max(threads) == 2.0 and min(threads) == 1.0 and threads[-1] > 1.0
+    assert restored == [2]  # the starting count back when training ends
     # Inside the budget; early, since the plan's pace is the run's average, which the busy phase slowed.
     assert 32.0 <= elapsed <= 40.0, elapsed
 

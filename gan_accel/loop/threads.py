@@ -29,6 +29,10 @@ SLOWDOWN = 1.5
 # Each window: this share of the budget, and at least MIN_WINDOW_STEPS updates.
 WINDOW_SHARE = 0.01
 MIN_WINDOW_STEPS = 3
+# The second window ends after one update when it is already this much slower than the first: it
+# cannot win, and its updates are the probe's whole cost (2 threads on a busy 2-core Xeon took 3 s
+# per update against 0.25 s with 1; three of them spent a tenth of a 90 s budget).
+HOPELESS = 1.5
 
 
 def other_count(current: int, start: int) -> int:
@@ -50,13 +54,18 @@ def choose_threads(start: int, paces: Dict[int, float]) -> int:
     return min(usable, key=lambda n: (usable[n] * (1.0 if n == top else FEWER_MARGIN), -n))
 
 
-def should_probe(threads: int, start: int, recent_pace: float, probed_pace: Optional[float]) -> bool:
-    """Whether a plan probes: the first time, while the count is lowered, or when the pace since
-    the last plan is SLOWDOWN times slower than the one the last probe measured."""
+def should_probe(
+    threads: int, start: int, recent_pace: float, probed_pace: Optional[float], plans_waited: int, wait: int
+) -> bool:
+    """Whether a plan probes: the first time; while the count is lowered, once ``plans_waited``
+    (plans since the last probe) reaches ``wait``; at the starting count, when the pace since the
+    last plan is SLOWDOWN times slower than the one the last probe measured."""
     if start <= 1:
         return False
-    if probed_pace is None or threads < start:
+    if probed_pace is None:
         return True
+    if threads < start:
+        return plans_waited >= wait
     return recent_pace > SLOWDOWN * probed_pace
 
 
@@ -90,6 +99,10 @@ class ThreadProbe:
         self.probed_pace: Optional[float] = None  # of the count in use, from the last probe
         self.paces: Dict[int, float] = {}  # this probe's
         self.window: Optional[tuple] = None  # (threads, step, train_s) where the open window began
+        # While lowered, a probe every ``wait`` plans, doubled each time the lower count wins again:
+        # a machine that stays busy pays for fewer slow windows.
+        self.wait = 1
+        self.plans_waited = 0
 
     def restore(self) -> None:
         """The starting count back, after training: a later run in this process (a notebook, a
@@ -98,17 +111,25 @@ class ThreadProbe:
         self.set_threads(self.start)
 
     def plan(self, step: int, train_s: float, recent_pace: float) -> None:
-        if self.window is None and should_probe(self.get_threads(), self.start, recent_pace, self.probed_pace):
+        if self.window is not None:
+            return
+        self.plans_waited += 1
+        threads = self.get_threads()
+        if should_probe(threads, self.start, recent_pace, self.probed_pace, self.plans_waited, self.wait):
             self.paces = {}
-            self.window = (self.get_threads(), step, train_s)
+            self.plans_waited = 0
+            self.window = (threads, step, train_s)
 
     def observe(self, step: int, train_s: float) -> None:
         if self.window is None:
             return
         threads, from_step, from_s = self.window
-        if step - from_step < MIN_WINDOW_STEPS or train_s - from_s < self.window_s:
+        steps = step - from_step
+        pace = (train_s - from_s) / steps if steps > 0 else 0.0
+        hopeless = bool(self.paces) and steps > 0 and pace > HOPELESS * next(iter(self.paces.values()))
+        if not hopeless and (steps < MIN_WINDOW_STEPS or train_s - from_s < self.window_s):
             return
-        self.paces[threads] = (train_s - from_s) / (step - from_step)
+        self.paces[threads] = pace
         if len(self.paces) == 1:
             other = other_count(threads, self.start)
             self.set_threads(other)
@@ -120,5 +141,6 @@ class ThreadProbe:
         chosen = chosen if chosen in self.paces else old  # nothing usable measured: as before
         self.set_threads(chosen)
         self.probed_pace = self.paces[chosen]
+        self.wait = self.wait * 2 if chosen == old < self.start else 1
         if chosen != old:
             self.say(change_line(old, chosen, self.paces))
