@@ -4,6 +4,7 @@ every step cost the same, so "ends within 10% of the budget" is exact and still 
 measuring, planning, re-planning and resume code of a real run)."""
 
 import json
+import re
 
 import pytest
 from safetensors.torch import load_file, save_file
@@ -366,3 +367,126 @@ def test_a_probed_run_trains_the_weights_of_a_run_given_its_precision(tmp_path, 
     for name in ("model.safetensors", "model_1.safetensors"):
         a, b = load_file(str(probed / name)), load_file(str(given / name))
         assert a.keys() == b.keys() and all((a[k] == b[k]).all() for k in a), name
+
+
+# ---- fewer threads on a busy CPU (gan_accel.loop.threads) --------------------------------------
+@pytest.mark.parametrize(
+    "start,paces,chosen",
+    [
+        (2, {2: 0.10, 1: 0.16}, 2),  # idle: the one thread is slower, keep both
+        (2, {2: 0.94, 1: 0.31}, 1),  # busy, fewer is faster: drop
+        (2, {2: 0.40, 1: 0.55}, 2),  # busy, fewer is slower: keep
+        (2, {2: 0.40, 1: 0.38}, 2),  # fewer by less than FEWER_MARGIN: keep (jitter)
+        (2, {1: 0.30, 2: 0.12}, 2),  # lowered, the machine free again: back up
+        (2, {1: 0.30, 2: 0.45}, 1),  # lowered and still busy: stay
+        (8, {8: 1.0, 4: 0.5}, 4),
+        (2, {4: 0.01, 2: 0.5, 1: 0.6}, 2),  # never above the starting count
+        (2, {0: 0.01, 2: 0.5}, 2),  # never below 1
+        (2, {2: float("nan"), 1: 0.0}, 2),  # nothing usable: the start
+    ],
+)
+def test_choose_threads(start, paces, chosen):
+    from gan_accel.loop.threads import choose_threads
+
+    assert choose_threads(start, paces) == chosen
+
+
+def test_the_probe_compares_half_and_goes_back_up():
+    from gan_accel.loop.threads import other_count, should_probe
+
+    assert [other_count(n, 8) for n in (8, 4, 1)] == [4, 8, 2] and other_count(2, 2) == 1 and other_count(1, 1) == 1
+    assert should_probe(2, 2, 0.1, None, 0, 1)  # the first plan
+    assert not should_probe(1, 1, 9.0, None, 0, 1)  # one thread: nothing to compare
+    assert not should_probe(2, 2, 0.14, 0.1, 1, 1) and should_probe(2, 2, 0.16, 0.1, 1, 1)  # 1.5x slower
+    assert should_probe(1, 2, 0.1, 0.1, 1, 1)  # lowered: the machine may be free again
+    assert not should_probe(1, 2, 0.1, 0.1, 1, 2) and should_probe(1, 2, 0.1, 0.1, 2, 2)  # backing off
+
+
+def test_the_probe_times_two_windows_keeps_the_faster_and_restores_the_start():
+    from gan_accel.loop.threads import ThreadProbe
+
+    threads, said = [2], []
+    probe = ThreadProbe(
+        100.0, say=said.append, set_threads=lambda n: threads.append(n), get_threads=lambda: threads[-1]
+    )
+    probe.plan(10, 5.0, recent_pace=0.5)  # the first plan: a window with 2 threads (1 s, at least 3 updates)
+    probe.observe(12, 6.5)  # 2 updates: not yet
+    probe.observe(13, 6.5)
+    assert threads == [2, 1]  # 3 updates, 1.5 s: 0.5 s each; now 1 thread
+    probe.observe(17, 7.3)  # 0.8 s: not yet
+    probe.observe(18, 7.5)  # 5 updates, 1 s
+    assert threads == [2, 1, 1] and said == [
+        "threads: 2 -> 1: 500 ms per update with 2 threads, 200 ms with 1 (the CPU is busy; other processes share its cores)"
+    ]
+    probe.plan(40, 20.0, recent_pace=0.2)  # lowered: the next plan compares 2 again
+    assert probe.window == (1, 40, 20.0)
+    probe.observe(45, 21.0)
+    assert threads[-1] == 2
+    probe.observe(46, 22.0)  # one update with 2 threads took 1 s, 5x the pace of 1: no more of them
+    assert threads[-1] == 1 and probe.window is None and len(said) == 1
+    probe.plan(60, 30.0, recent_pace=0.2)  # still busy: the next probe waits two plans
+    assert probe.window is None
+    probe.plan(80, 40.0, recent_pace=0.2)
+    assert probe.window == (1, 80, 40.0)
+    probe.restore()
+    assert threads[-1] == 2 and probe.window is None
+
+
+def test_a_budgeted_run_on_a_cpu_that_gets_busy_uses_fewer_threads_and_says_so(
+    tmp_path, simulated_clock, monkeypatch, capsys
+):
+    """An update's simulated cost follows torch.get_num_threads(): 2 threads are faster while the
+    CPU is idle, 1 thread while other processes share its cores (simulated seconds 10 to 30). The
+    run drops to 1 thread in the busy phase, goes back to 2 after it, prints both changes, logs
+    sys/threads, and still ends inside its budget."""
+    import torch
+
+    from gan_accel.gan import photo_run
+    from gan_accel.loop.threads import ThreadProbe
+
+    def cost(threads, t):
+        busy = 10 <= t < 30
+        return {(2, False): 0.3, (1, False): 0.6, (2, True): 3.0, (1, True): 0.9}[threads, busy]
+
+    real_after_update = photo_run.RunExtras.after_update
+
+    def after_update(self):
+        simulated_clock["t"] += cost(torch.get_num_threads(), simulated_clock["t"])
+        real_after_update(self)
+
+    monkeypatch.setattr(photo_run.RunExtras, "after_update", after_update)
+    real_restore, restored = ThreadProbe.restore, []
+    monkeypatch.setattr(ThreadProbe, "restore", lambda self: (restored.append(self.start), real_restore(self)))
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        _, elapsed = budget_run(tmp_path / "run", "--log_every", "5")
+    finally:
+        torch.set_num_threads(before)
+    out = capsys.readouterr().out
+    changes = [line for line in out.splitlines() if line.startswith("threads: ")]
+    assert len(changes) == 2, out
+    assert re.fullmatch(
+        r"threads: 2 -> 1: 3100 ms per update with 2 threads, (1000|700) ms with 1 "  # 700: the window ended idle
+        r"\(the CPU is busy; other processes share its cores\)",
+        changes[0],
+    ), changes[0]
+    assert changes[1].startswith("threads: 1 -> 2: ") and "(the CPU has free cores again)" in changes[1]
+    threads = [r["sys/threads"] for r in read_jsonl(tmp_path / "run" / "metrics.jsonl") if "sys/threads" in r]
+    # The mean count over each line's updates: whole lines at 2 and at 1, probes' lines between.
+    assert max(threads) == 2.0 and min(threads) == 1.0 and threads[-1] > 1.0
+    assert restored == [2]  # the starting count back when training ends
+    # Inside the budget; early, since the plan's pace is the run's average, which the busy phase slowed.
+    assert 32.0 <= elapsed <= 40.0, elapsed
+
+
+def test_a_user_thread_count_is_kept(monkeypatch):
+    from gan_accel.gan.photo_run import adapts_threads
+
+    budgeted = GANTrainArguments(time_budget="40s")
+    assert adapts_threads(budgeted, "cpu", {})
+    assert not adapts_threads(budgeted, "cpu", {"OMP_NUM_THREADS": "2"})  # the user's count
+    assert not adapts_threads(GANTrainArguments(time_budget="40s", adapt_threads=False), "cpu", {})
+    assert not adapts_threads(budgeted, "cuda", {})
+    assert not adapts_threads(GANTrainArguments(), "cpu", {})  # no budget: the count is the user's

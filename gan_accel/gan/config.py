@@ -322,6 +322,15 @@ class GANTrainArguments:
             "help": "With --time_budget (2 minutes or more) on a CPU and no --mixed_precision: time a few updates in fp32 and in bf16 first and keep the faster (bf16 only when at least 1.1x faster). Off by default: bf16's cost in quality at equal time is not settled.",
         },
     )
+    # On by default: the count changes only where the run's own updates measured fewer threads
+    # faster (a CPU shared with other processes), and the run says so.
+    adapt_threads: bool = field(
+        default=True,
+        metadata={
+            "resume": FREE,
+            "help": "With --time_budget on a CPU: at the budget's plans, time a few of the run's own updates with the current thread count and with half of it, keep the faster (fewer only when at least 1.1x faster: other processes share the cores) and print the change; back up once the CPU is free again. Off when OMP_NUM_THREADS is set (your count) or with False.",
+        },
+    )
     preset: Optional[str] = field(
         default=None,
         metadata={

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import time
 from pathlib import Path
 from typing import Callable, List, Optional
@@ -15,6 +16,7 @@ import torch
 
 from ..engine import UPDATE, Hook, State
 from ..loop.budget import TimeBudget, format_duration, parse_duration
+from ..loop.threads import ThreadProbe
 from .ada import AdaptiveAugment
 from .config import GANTrainArguments
 
@@ -31,9 +33,23 @@ def build_ada(train: GANTrainArguments, device: torch.device) -> Optional[Adapti
     return AdaptiveAugment(train.ada_target, train.ada_kimg, train.ada_interval, device, p=train.ada_initial_p)
 
 
-def build_budget(train: GANTrainArguments, accelerator) -> Optional[TimeBudget]:
+def adapts_threads(train: GANTrainArguments, device_type: str, environ) -> bool:
+    """Whether a budgeted run may lower its thread count on a busy CPU: on a CPU, with
+    --adapt_threads, and unless the user chose the count (OMP_NUM_THREADS). A GPU's speed does
+    not follow the CPU's threads."""
+    return (
+        train.time_budget is not None
+        and train.adapt_threads
+        and device_type == "cpu"
+        and ("OMP_NUM_THREADS" not in environ)
+    )
+
+
+def build_budget(train: GANTrainArguments, accelerator, say: Callable[[str], None]) -> Optional[TimeBudget]:
     if train.time_budget is None:
         return None
+    budget_s = parse_duration(train.time_budget)
+    threads = ThreadProbe(budget_s, say=say) if adapts_threads(train, accelerator.device.type, os.environ) else None
 
     def agree(values: List[float]) -> List[float]:
         # Every rank must plan the same length at the same step: the slowest clock, the largest cost.
@@ -42,7 +58,7 @@ def build_budget(train: GANTrainArguments, accelerator) -> Optional[TimeBudget]:
         gathered = accelerator.gather(torch.tensor([values], dtype=torch.float64, device=accelerator.device))
         return gathered.max(dim=0).values.tolist()
 
-    return TimeBudget(parse_duration(train.time_budget), agree=agree)
+    return TimeBudget(budget_s, agree=agree, threads=threads)
 
 
 def every_for(length: int, count: int) -> int:
@@ -98,6 +114,9 @@ class RunExtras:
         step = self.run.state.step
         if self.ada is not None and self.ada.due(step):
             self.ada.adjust(self.run.accelerator)
+        if self.budget is not None and self.budget.threads is not None and self.engine.logger is not None:
+            # The count in use, as a metric: a slow stretch in the plots shows its cause.
+            self.engine.logger.accumulate({"sys/threads": torch.get_num_threads()})
         if self.budget is not None and step % self.check_every == 0:
             planned = self.budget.check(step)
             if planned is not None:

@@ -120,7 +120,7 @@ class GANTrainer(Task):
         # Your own photos (gan_accel.gan.photo_run): adaptive augmentation, and a --time_budget run
         # whose length (and its schedule's) is planned while it trains.
         self.ada = photo_run.build_ada(t, acc.device)
-        self.budget = photo_run.build_budget(t, acc)
+        self.budget = photo_run.build_budget(t, acc, self.run.print)
         recipe = GANRecipe(
             t,
             self.data.real_batch,
@@ -169,7 +169,11 @@ class GANTrainer(Task):
 
     def train_engine(self) -> bool:
         self.extras.end_if_spent()
-        return super().train_engine()
+        try:
+            return super().train_engine()
+        finally:
+            if self.budget is not None and self.budget.threads is not None:
+                self.budget.threads.restore()
 
     # ---- evaluation --------------------------------------------------------------------
     def build_evaluator(self):

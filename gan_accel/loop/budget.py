@@ -20,6 +20,8 @@ from typing import Callable, Dict, List, Optional
 
 import torch
 
+from .threads import ThreadProbe
+
 _UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0}
 _PART = re.compile(r"(\d+(?:\.\d+)?)([smh])")
 
@@ -105,7 +107,9 @@ class TimeBudget:
     it returns a new ``max_steps`` when it (re)plans, else None. The decisions use the elapsed time
     agreed across processes (their largest), so every rank plans the same length at the same
     step. ``agree``: the element-wise largest of a list of numbers over the processes (the
-    elapsed time and the end-of-run cost, which only the main process measures when it evaluates)."""
+    elapsed time and the end-of-run cost, which only the main process measures when it evaluates).
+    ``threads``: the probe that lowers the thread count on a busy CPU, fed the same agreed time
+    (gan_accel.loop.threads)."""
 
     def __init__(
         self,
@@ -113,6 +117,7 @@ class TimeBudget:
         clock: Optional[Callable[[], float]] = None,
         agree: Optional[Callable[[List[float]], List[float]]] = None,
         already_spent: Optional[float] = None,
+        threads: Optional[ThreadProbe] = None,
     ) -> None:
         """``already_spent``: seconds this process spent before (default: its age)."""
         self.budget_s = budget_s
@@ -130,6 +135,8 @@ class TimeBudget:
         self.planned_before: Optional[int] = None  # the length the run this one resumes had planned
         self._measure_from: Optional[tuple] = None  # (step, elapsed) where this process's pace is measured from
         self._next_plan_at = 0.0
+        self.threads = threads
+        self._last_plan: Optional[tuple] = None  # (step, training seconds) at the last plan: the recent pace
 
     def elapsed(self) -> float:
         return self.elapsed_before + self.startup_s + self.clock() - self.start
@@ -138,10 +145,14 @@ class TimeBudget:
         elapsed, end_cost_s, hook_s, future_cost_s = self.agree(
             [self.elapsed(), self.end_cost_s, self.hook_s, self.future_cost_s]
         )
+        train_s = elapsed - hook_s
+        if self.threads is not None:
+            self.threads.observe(step, train_s)
         if self._measure_from is None:
             # From the first update on: set-up and the first update (allocations, compilation)
             # are not the pace of the rest.
             self._measure_from = (step, elapsed, hook_s)
+            self._last_plan = (step, train_s)
             self._next_plan_at = elapsed + max(MIN_MEASURE_S, MEASURE_SHARE * self.budget_s)
             return None
         if elapsed < self._next_plan_at or step <= self._measure_from[0]:
@@ -151,6 +162,11 @@ class TimeBudget:
         reserve = end_reserve(self.budget_s, end_cost_s) + future_cost_s
         self.max_steps = max(step, planned_steps(self.budget_s, elapsed, step, seconds_per_step, reserve))
         self._next_plan_at = elapsed + REPLAN_SHARE * self.budget_s
+        if self.threads is not None:
+            # The pace since the last plan, not the run's average: a machine that just got busy shows.
+            recent_pace = (train_s - self._last_plan[1]) / max(1, step - self._last_plan[0])
+            self.threads.plan(step, train_s, recent_pace)
+        self._last_plan = (step, train_s)
         return self.max_steps
 
     def spent(self, step: int) -> bool:
