@@ -60,6 +60,25 @@ def test_open_images_reads_the_bundled_digits_as_the_gan_does():
     assert labels.tolist() == data.labels[:8].tolist()
 
 
+@pytest.mark.parametrize("limit", [None, 0])
+def test_in_memory_batches_are_the_same_floats_whether_converted_once_or_per_batch(monkeypatch, limit):
+    # Small in-memory sets are converted to floats once, where the loader is made (limit None);
+    # above the size limit (0 here) each batch is converted: the same bits either way.
+    from gan_accel.data import source
+    from gan_accel.data.images import to_float_images
+
+    if limit is not None:
+        monkeypatch.setattr(source, "FLOAT_COPY_MAX_BYTES", limit)
+    images = torch.randint(0, 256, (12, 3, 4, 4), dtype=torch.uint8)
+    data = source.ImageSource("twelve", (3, 4, 4), None, [], True, "", images=images)
+    loader = data.make_loader(5, torch.utils.data.SequentialSampler(range(12)), 0, CPU)
+    assert data._on_device["images"].is_floating_point() == (limit is None)
+    batch = torch.tensor([7, 0, 11])
+    real, _ = data.real_batch(batch)
+    assert real.dtype == torch.float32 and torch.equal(real, to_float_images(images[batch]))
+    assert len(list(loader)) == 2
+
+
 def test_check_batch_size_names_the_flag():
     from gan_accel.data.source import ImageSource
 
