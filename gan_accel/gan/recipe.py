@@ -82,6 +82,7 @@ class GANRecipe:
         self.schedule_length = schedule_length
         self.progressive = progressive
         self.networks: Mapping[str, torch.nn.Module] = {}
+        self._alpha: Optional[float] = None  # the buffers' value once read (after a resume has loaded them)
         self.reconstructs = reconstructs and train.recon_weight > 0
 
     def recipe(self, networks: Mapping[str, torch.nn.Module]) -> Recipe:
@@ -108,9 +109,12 @@ class GANRecipe:
         share, fade = self.progressive
         length = self.schedule_length() if self.schedule_length is not None else self.train_args.max_steps
         G, D = self.networks["G"], self.networks["D"]
-        alpha = next_alpha(float(G.alpha), step, length, share, fade)
-        G.alpha.fill_(alpha)
-        D.alpha.fill_(alpha)
+        current = float(G.alpha) if self._alpha is None else self._alpha  # one read, not one per step
+        alpha = next_alpha(current, step, length, share, fade)
+        if alpha != self._alpha:
+            G.alpha.fill_(alpha)
+            D.alpha.fill_(alpha)
+            self._alpha = alpha
 
     def inputs(self, s) -> dict:
         if self.progressive[0] > 0:
