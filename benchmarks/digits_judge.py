@@ -18,8 +18,10 @@ FID and KID in its penultimate features (128), by the project's FeatureDistance:
 plus the classes the judge sees in the samples and KL(real || generated) of its predicted labels
 (gan_accel/metrics/coverage.py). Calibration rows, computed every time: the held-out digits (the
 floor itself, 1.0x by construction), 359 other training digits (what copying the training set
-scores), the held-out digits blurred (Gaussian, sigma 1 px), and the held-out digits with their
-pixels shuffled (the same ink, no shape).
+scores), the held-out digits blurred (Gaussian, sigma 1 px), the held-out digits with their
+pixels shuffled (the same ink, no shape), and the held-out digits as a 16 px run loads them,
+upsampled to 32 px (what a perfect 16 px generator scores). A generator trained at 8 or 16 px is
+scored with its images upsampled to 32 px, bilinear as the loader upsamples the 8x8 scans.
 
     python -m benchmarks.digits_judge --generator runs/demo/generator
     python -m benchmarks.digits_judge --run_dirs runs/demo runs/other --format markdown
@@ -54,7 +56,8 @@ from gan_accel.metrics.split import split_indices
 from gan_accel.models import load_generator
 from gan_accel.sampling import generate_images
 
-IMAGE_SIZE = 32  # configs/digits.yaml: the demo's resolution
+IMAGE_SIZE = 32  # the judge's resolution (the digits as a 32 px run sees them)
+SIZES = (8, 16, 32)  # generators it scores; below 32 px upsampled (Upsampled)
 NUM_IMAGES = 1000  # generated images per score, as the demo's own evaluation
 # Bump when the network or its training changes, so a cached judge of the old version is not reused.
 JUDGE_VERSION = 1
@@ -226,6 +229,12 @@ class Scorer:
         self.at_floor_size.set_reference(self.train[: self.num_floor].split(250))
         self.floor = self.at_floor_size.score(self.heldout[: self.num_floor].split(250))
 
+    def round_trip(self, size: int) -> torch.Tensor:
+        """The held-out digits as a ``size`` px run sees them (the loader at that size), upsampled
+        to 32 px: what a perfect generator at ``size`` px scores."""
+        small = load_image_data("digits", image_size=size, channels=1)
+        return upsample(to_float_images(small.images[self.judge.heldout_idx]))
+
     @torch.no_grad()
     def score(self, images: torch.Tensor) -> Dict[str, float]:
         """FID/KID of all ``images`` against the training digits, of the first ``num_floor`` against
@@ -282,6 +291,7 @@ def calibration(scorer: Scorer) -> List[dict]:
         ("other training digits (copies)", others),
         ("held-out digits blurred (sigma 1 px)", blurred(heldout)),
         ("held-out digits, pixels shuffled", shuffled_pixels(heldout)),
+        ("held-out digits at 16 px, upsampled", scorer.round_trip(16)[:n]),
     ]
     return [{"run": name, **scorer.score(images)} for name, images in rows if len(images) >= n]
 
@@ -303,8 +313,30 @@ def generators_to_score(generators: Sequence[str], run_dirs: Sequence[str]) -> L
     return out
 
 
+class Upsampled(nn.Module):
+    """A generator trained below the judge's 32 px, its images upsampled to 32 px as the loader
+    upsamples the 8x8 scans (bilinear): the digits have no detail above 8 px, so a run may train
+    at 16 px for a quarter of the cost. The calibration row "held-out digits at 16 px, upsampled"
+    shows what the round trip itself costs."""
+
+    def __init__(self, G: nn.Module) -> None:
+        super().__init__()
+        self.G = G
+        self.z_dim = G.z_dim
+        self.num_classes = getattr(G, "num_classes", 0)
+
+    def forward(self, z: torch.Tensor, labels: Optional[torch.Tensor] = None) -> torch.Tensor:
+        return upsample(self.G(z, labels))
+
+
+def upsample(images: torch.Tensor) -> torch.Tensor:
+    """``[B, 1, s, s]`` -> ``[B, 1, 32, 32]``, bilinear as gan_accel's loader resizes."""
+    return F.interpolate(images, size=(IMAGE_SIZE, IMAGE_SIZE), mode="bilinear", align_corners=False)
+
+
 def load_generators(pairs: Sequence[Tuple[str, str]]) -> List[Tuple[str, nn.Module]]:
-    """Each generator through the project's loader; one that does not make 1-channel 32 px images is refused."""
+    """Each generator through the project's loader; one at 8 or 16 px is scored upsampled
+    (:class:`Upsampled`); one that does not make 1-channel square images of those sizes or 32 px is refused."""
 
     loaded = []
     for name, folder in pairs:
@@ -313,12 +345,12 @@ def load_generators(pairs: Sequence[Tuple[str, str]]) -> List[Tuple[str, nn.Modu
             G = load_generator(folder)
         with torch.no_grad():
             shape = tuple(G(torch.zeros(1, G.z_dim), None).shape[1:])
-        if shape != (1, IMAGE_SIZE, IMAGE_SIZE):
+        if shape not in [(1, s, s) for s in SIZES]:
             raise UserError(
                 f"{folder}: makes images of shape {shape}; the judge scores digits generators of shape "
-                f"(1, {IMAGE_SIZE}, {IMAGE_SIZE}) (configs/digits.yaml)"
+                f"(1, S, S) with S one of {', '.join(map(str, SIZES))} (configs/digits.yaml: 32)"
             )
-        loaded.append((name, G))
+        loaded.append((name, G if shape[-1] == IMAGE_SIZE else Upsampled(G)))
     return loaded
 
 
