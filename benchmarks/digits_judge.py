@@ -45,7 +45,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from gan_accel.data.images import ImageData, load_image_data, to_float_images
+from gan_accel.data.images import ImageData, _resize_batch, load_image_data, to_float_images
 from gan_accel.errors import UserError, cli_entry, parser_error
 from gan_accel.metrics.cache import data_fingerprint, load_cached, save_atomic, settings_key, tensor_hash
 from gan_accel.metrics.classification import classification_metrics
@@ -330,8 +330,8 @@ class Upsampled(nn.Module):
 
 
 def upsample(images: torch.Tensor) -> torch.Tensor:
-    """``[B, 1, s, s]`` -> ``[B, 1, 32, 32]``, bilinear as gan_accel's loader resizes."""
-    return F.interpolate(images, size=(IMAGE_SIZE, IMAGE_SIZE), mode="bilinear", align_corners=False)
+    """``[B, 1, s, s]`` -> ``[B, 1, 32, 32]`` by the loader's own resize (bilinear)."""
+    return _resize_batch(images, IMAGE_SIZE)
 
 
 def load_generators(pairs: Sequence[Tuple[str, str]]) -> List[Tuple[str, nn.Module]]:
