@@ -80,6 +80,11 @@ def test_x_floor_compares_the_floor_size_on_every_side(scorer):
     assert row["fid_at_floor_size"] == pytest.approx(alone.score([fake[:n]])["fid"], rel=1e-9)
     assert scorer.score(torch.cat([fake[:n], -fake[n:]]))["fid_at_floor_size"] == row["fid_at_floor_size"]
     assert row["x_floor"] == pytest.approx(row["fid_at_floor_size"] / row["fid_floor"])
+    # The mean runs over the three disjoint draws of n; a partial draw (3n + 5 images) is left out.
+    draws = [alone.score([fake[i : i + n]])["fid"] / row["fid_floor"] for i in (0, n, 2 * n)]
+    assert row["x_floor_draws"] == pytest.approx(draws, rel=1e-9)
+    assert row["x_floor_mean"] == pytest.approx(sum(draws) / 3, rel=1e-9)
+    assert scorer.score(torch.cat([fake, fake[:5]]))["x_floor_draws"] == pytest.approx(draws, rel=1e-9)
     with pytest.raises(digits_judge.UserError, match="--num_images"):
         scorer.score(fake[: n - 1])
 
