@@ -253,6 +253,7 @@ class Scorer:
         # Disjoint draws of the floor's size; the first is the one x_floor has always reported.
         draws = [self.at_floor_size.score(images[i : i + n].split(250)) for i in range(0, len(images) - n + 1, n)]
         same = draws[0]
+        ratios = [d["fid"] / self.floor["fid"] for d in draws]
         preds = torch.cat([self.judge.model(chunk).argmax(1) for chunk in images.split(250)])
         coverage = class_coverage(preds, self.real.labels[self.judge.train_idx], self.real.num_classes)
         return {
@@ -264,9 +265,9 @@ class Scorer:
             "kid_at_floor_size": same["kid_mean"],
             "fid_floor": self.floor["fid"],
             "kid_floor": self.floor["kid_mean"],
-            "x_floor": same["fid"] / self.floor["fid"],
-            "x_floor_draws": [d["fid"] / self.floor["fid"] for d in draws],
-            "x_floor_mean": sum(d["fid"] for d in draws) / len(draws) / self.floor["fid"],
+            "x_floor": ratios[0],
+            "x_floor_draws": ratios,
+            "x_floor_mean": sum(ratios) / len(ratios),
             "classes_covered": coverage["classes_covered"],
             "num_classes": coverage["num_classes"],
             "kl": coverage["kl"],
