@@ -505,6 +505,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                     updates=state["state"]["step"],
                     exported="best_generator" if best.is_dir() else "generator",
                 )
+                if best.is_dir():
+                    # The run picks its best export with its own features; the judge's figure for
+                    # the last generator says whether that choice cost or gained quality.
+                    last = score(judge, photos, load_generator(out / "generator"))
+                    record.update(last_fid=last["fid"], last_x_floor=last["x_floor"])
                 if on_cut(run, variants):
                     record["d_gap"] = d_gap(out, data["cut"], data["heldout"])
             records.append(record)
@@ -522,15 +527,15 @@ def _median(rows: List[dict], key: str, fmt: str) -> str:
 def print_table(records: List[dict], runs: Sequence[str]) -> None:
     """A markdown table: medians over the seeds of each run, the calibration rows first."""
     print(
-        "\n| run | seeds | judge FID | at floor size | x floor | photos | regions | updates | wall | D gap |\n"
-        "|---|---|---|---|---|---|---|---|---|---|"
+        "\n| run | seeds | judge FID | last export's | at floor size | x floor | photos | regions | updates | wall | D gap |\n"
+        "|---|---|---|---|---|---|---|---|---|---|---|"
     )
     for run in ["real crops", "blurred crops", *runs]:
         rows = [r for r in records if r["run"] == run]
         if not rows:
             continue
         print(
-            f"| {run} | {len(rows) if 'seed' in rows[0] else '-'} | {_median(rows, 'fid', '.2f')} | "
+            f"| {run} | {len(rows) if 'seed' in rows[0] else '-'} | {_median(rows, 'fid', '.2f')} | {_median(rows, 'last_fid', '.2f')} | "
             f"{_median(rows, 'fid_at_floor_size', '.2f')} | {_median(rows, 'x_floor', '.1f')} | "
             f"{_median(rows, 'photos_covered', '.0f')}/{rows[0]['num_photos']} | "
             f"{_median(rows, 'regions_covered', '.0f')}/{rows[0]['num_regions']} | {_median(rows, 'updates', ',.0f')} | "
