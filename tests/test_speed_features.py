@@ -57,6 +57,16 @@ def test_compile_in_place_keeps_state_dict_names(monkeypatch):
     assert "compiled G" in messages[0]
 
 
+def test_compile_in_place_asks_for_static_shapes(monkeypatch):
+    """FastGAN's D is called a second way (an extra argument on real images); the recompile with
+    symbolic sizes failed in inductor under bf16 (torch 2.14.1) with a traceback mid-run."""
+    monkeypatch.setattr(speed, "compile_unavailable", lambda device: None)
+    calls = []
+    monkeypatch.setattr(torch.nn.Module, "compile", lambda self, **kwargs: calls.append(kwargs))
+    speed.compile_in_place({"G": torch.nn.Linear(2, 2), "D": torch.nn.Linear(2, 1)}, torch.device("cpu"), print)
+    assert calls == [{"dynamic": False}, {"dynamic": False}]
+
+
 @pytest.mark.slow
 def test_compile_trains_checkpoints_and_resumes(tmp_path):
     """Real torch.compile on CPU (tens of seconds): same checkpoint names, resume continues."""
@@ -67,6 +77,15 @@ def test_compile_trains_checkpoints_and_resumes(tmp_path):
     assert _run(ref, "--max_steps", "4") == 0
     ckpt = out / "checkpoints" / "step_00000004"
     assert _keys(ckpt) == _keys(ref / "checkpoints" / "step_00000004")
+
+
+@pytest.mark.slow
+def test_compile_trains_fastgan(tmp_path):
+    """Real torch.compile of FastGAN in bf16, whose D's second signature crashed the compiled backward."""
+    assert (
+        _run(tmp_path / "run", "--arch", "fastgan", "--max_steps", "3", "--mixed_precision", "bf16", "--compile") == 0
+    )
+    assert (tmp_path / "run" / "generator" / "model.safetensors").is_file()
 
 
 def test_config_rejects_nothing_but_saves_the_flags(tmp_path):

@@ -48,6 +48,9 @@ def compile_in_place(modules: dict, device: torch.device, log: Callable[[str], N
         log(f"--compile: torch.compile is unavailable here ({reason}); training continues without it")
         return False
     for m in modules.values():
-        m.compile()
+        # Static shapes: a network called a second way (FastGAN's D takes an extra argument on real
+        # images) is recompiled, by default with symbolic sizes, and under bf16 autocast inductor
+        # failed on that backward graph mid-run; a static recompile per signature costs seconds once.
+        m.compile(dynamic=False)
     log(f"--compile: compiled {', '.join(modules)} (the first steps are slow while graphs are built)")
     return True
