@@ -534,6 +534,15 @@ def _median(rows: List[dict], key: str, fmt: str) -> str:
     return median if len(values) == 1 else f"{median} ({', '.join(format(v, fmt) for v in values)})"
 
 
+def _coverage(rows: List[dict], key: str, total: str) -> str:
+    """``27/27`` when every seed covered the same, else each seed's count: ``26, 27 of 27``."""
+    values = [r[key] for r in rows if r.get(key) is not None]
+    if not values:
+        return "-"
+    counts = ", ".join(str(v) for v in values)
+    return f"{values[0]}/{rows[0][total]}" if len(set(values)) == 1 else f"{counts} of {rows[0][total]}"
+
+
 def print_table(records: List[dict], runs: Sequence[str]) -> None:
     """A markdown table, the calibration rows first; with several seeds, medians and each seed's figure."""
     print(
@@ -549,8 +558,8 @@ def print_table(records: List[dict], runs: Sequence[str]) -> None:
         print(
             f"| {run} | {seeds} | {_median(rows, 'fid', '.2f')} | {_median(rows, 'last_fid', '.2f')} | "
             f"{_median(rows, 'fid_at_floor_size', '.2f')} | {_median(rows, 'x_floor', '.1f')} | "
-            f"{_median(rows, 'photos_covered', '.0f')}/{rows[0]['num_photos']} | "
-            f"{_median(rows, 'regions_covered', '.0f')}/{rows[0]['num_regions']} | {_median(rows, 'updates', ',.0f')} | "
+            f"{_coverage(rows, 'photos_covered', 'num_photos')} | "
+            f"{_coverage(rows, 'regions_covered', 'num_regions')} | {_median(rows, 'updates', ',.0f')} | "
             f"{_median(rows, 'wall_s', '.0f')} | {_median(rows, 'd_gap', '+.2f')} |"
         )
 

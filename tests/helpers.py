@@ -62,3 +62,14 @@ def write_png(path: Path, array, mode=None) -> None:
 
     path.parent.mkdir(parents=True, exist_ok=True)
     Image.fromarray(array, mode=mode).save(path)
+
+
+def kept_evaluation(evals):
+    """The evaluation whose generator best_generator/ holds: the last that scored below the lowest FID
+    so far or whose interval reached it (a tie goes to the later, longer-trained generator)."""
+    lowest, kept = float("inf"), None
+    for r in evals:
+        if r["eval/fid"] < lowest or r["eval/fid_ci_low"] <= lowest:
+            kept = r
+        lowest = min(lowest, r["eval/fid"])
+    return kept

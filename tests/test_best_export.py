@@ -8,7 +8,7 @@ from PIL import Image
 
 from gan_accel.gan.photo_run import best_vs_last, every_for, write_animation
 from gan_accel.loop.plots import plot_metrics
-from helpers import TINY_GAN, load_script, read_jsonl
+from helpers import TINY_GAN, kept_evaluation, load_script, read_jsonl
 
 train_gan = load_script("train_gan").main
 
@@ -35,7 +35,7 @@ def test_evaluations_spread_over_the_run_and_the_best_is_exported_with_its_score
     )
     evals = [r for r in read_jsonl(out / "metrics.jsonl") if "eval/fid" in r]
     assert [r["step"] for r in evals] == [3, 6, 9]
-    best = min(evals, key=lambda r: r["eval/fid"])
+    best = kept_evaluation(evals)  # the lowest FID, or a later one whose interval reaches it
     score = json.loads((out / "best_generator" / "score.json").read_text())
     assert score == {"metric": "eval/fid", "value": best["eval/fid"], "step": best["step"]}
     printed = capsys.readouterr().out
@@ -54,6 +54,10 @@ def test_best_vs_last_says_which_and_by_how_much():
         "(step 100, FID 3.000, generator/)"
     )
     assert best_vs_last({"value": 2.0, "step": 100}, 2.0, 100).startswith("The last generator (step 100")
+    assert best_vs_last({"value": 2.0, "step": 40}, 1.9, 100) == (
+        "The last generator (step 100, FID 1.900, generator/) scored no higher than the kept one "
+        "(step 40, FID 2.000, best_generator/)"
+    )
     assert best_vs_last(None, 2.0, 100) is None and best_vs_last({"value": 1.0, "step": 1}, float("nan"), 2) is None
 
 

@@ -12,7 +12,7 @@ from safetensors.torch import load_file
 from gan_accel.config import RunArguments
 from gan_accel.gan.config import GANDataArguments, GANModelArguments, GANTrainArguments
 from gan_accel.gan.trainer import GANTrainer
-from helpers import TINY_GAN, load_script, read_jsonl
+from helpers import TINY_GAN, kept_evaluation, load_script, read_jsonl
 
 train_gan = load_script("train_gan").main
 sample_gan = load_script("sample_gan").main
@@ -259,6 +259,11 @@ def test_evaluation_during_training_keeps_the_best_generator(tmp_path):
     best = min(evals, key=lambda r: r["eval/fid"])
     assert evals[-1]["eval/best_fid"] == best["eval/fid"]
     assert (out / "best_generator" / "model.safetensors").is_file()
+    # The export is the last evaluation that improved on the lowest FID so far or whose interval
+    # reached it (a tie: the later generator trained longer).
+    kept = kept_evaluation(evals)
+    score = json.loads((out / "best_generator" / "score.json").read_text())
+    assert (score["step"], score["value"]) == (kept["step"], kept["eval/fid"])
     # Its model card carries the scores with the protocol they were measured with.
     card = (out / "best_generator" / "README.md").read_text()
     assert "Protocol (how each number was measured)" in card and '"feature_extractor": "domain"' in card

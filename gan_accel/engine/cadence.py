@@ -64,7 +64,12 @@ class State:
 class BestKeeper:
     """Keeps the best value of one metric in ``TrainState.best_metric`` (so it survives a resume)
     and calls ``export()`` whenever it improves. A non-finite value is never the best; ``accept``
-    can refuse more (e.g. an evaluation whose other metrics are not finite)."""
+    can refuse more (e.g. an evaluation whose other metrics are not finite).
+
+    ``ties(metrics, best)`` says when a later evaluation that scored worse is indistinguishable from
+    the best one (e.g. the best value lies inside the later one's confidence interval): the later
+    model is exported instead, since it trained longer, while ``best_metric`` keeps the lowest (or
+    highest) value seen, so a run of small ties cannot drift away from the best."""
 
     def __init__(
         self,
@@ -73,12 +78,14 @@ class BestKeeper:
         greater_is_better: bool,
         export: Callable[[Dict[str, float]], None],
         accept: Optional[Callable[[Dict[str, float]], bool]] = None,
+        ties: Optional[Callable[[Dict[str, float], float], bool]] = None,
     ) -> None:
         self.state = state
         self.key = key
         self.greater_is_better = greater_is_better
         self.export = export
         self.accept = accept
+        self.ties = ties
 
     def improved(self, value: float) -> bool:
         if not math.isfinite(value):
@@ -88,11 +95,20 @@ class BestKeeper:
             return True
         return value > best if self.greater_is_better else value < best
 
-    def update(self, metrics: Dict[str, float]) -> bool:
-        """True when ``metrics[key]`` is the new best (then it was exported)."""
-        value = metrics[self.key]
-        if not self.improved(value) or (self.accept is not None and not self.accept(metrics)):
+    def tied(self, metrics: Dict[str, float]) -> bool:
+        best = self.state.best_metric
+        if self.ties is None or not math.isfinite(metrics[self.key]) or best is None or math.isnan(best):
             return False
-        self.state.best_metric = value
+        return bool(self.ties(metrics, best))
+
+    def update(self, metrics: Dict[str, float]) -> bool:
+        """True when ``metrics[key]`` is the new best or ties it (then it was exported)."""
+        if self.accept is not None and not self.accept(metrics):
+            return False
+        value = metrics[self.key]
+        if self.improved(value):
+            self.state.best_metric = value
+        elif not self.tied(metrics):
+            return False
         self.export(metrics)
         return True

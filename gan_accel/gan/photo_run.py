@@ -10,7 +10,7 @@ import math
 import os
 import time
 from pathlib import Path
-from typing import Callable, List, Optional
+from typing import Callable, Dict, List, Optional
 
 import torch
 
@@ -201,15 +201,34 @@ def read_best_score(folder: Path) -> Optional[dict]:
         return None
 
 
+def ties_best_fid(metrics: Dict[str, float], best: float) -> bool:
+    """Whether a later evaluation that scored a higher FID than the best is indistinguishable from
+    it: the best FID lies inside this evaluation's bootstrap interval (its low end is not above it).
+
+    Late in a run the domain FID sits near or below its real-data floor and moves within its own
+    interval from one evaluation to the next; keeping the earlier generator on such a difference
+    threw away the later one's extra training, which an independent judge scored as good or better.
+    An evaluation without an interval never ties."""
+    low = metrics.get("eval/fid_ci_low")
+    return low is not None and math.isfinite(low) and low <= best
+
+
 def best_vs_last(best: Optional[dict], last_value: Optional[float], last_step: int) -> Optional[str]:
     """The closing verdict: which export scored better (lower FID) and by how much."""
     if best is None or last_value is None or not math.isfinite(last_value):
         return None
     value, step = best["value"], best["step"]
-    if step == last_step or last_value <= value:
+    if step == last_step:
         return (
-            f"The last generator (step {last_step}, FID {last_value:.3f}) is the best one: "
+            f"The last generator (step {last_step}, FID {last_value:.3f}) is the one kept: "
             "generator/ = best_generator/"
+        )
+    if last_value <= value:
+        # The kept one won a tie (its interval reached the lowest FID); the last one's did not,
+        # though it scored no higher: say so rather than call either the best.
+        return (
+            f"The last generator (step {last_step}, FID {last_value:.3f}, generator/) scored no higher than the "
+            f"kept one (step {step}, FID {value:.3f}, best_generator/)"
         )
     ratio = last_value / value if value > 0 else math.inf
     return (

@@ -147,8 +147,15 @@ class GANTrainer(Task):
             compile_in_place(
                 {"G": engine.module("G"), "D": engine.module("D")}, self.accelerator.device, self.run.print
             )
-        # A non-finite FID (a diverged G) never becomes the best (BestKeeper).
-        self.keeper = BestKeeper(self.run.state, "eval/fid", greater_is_better=False, export=self.export_best)
+        # A non-finite FID (a diverged G) never becomes the best (BestKeeper); a later generator
+        # whose FID interval reaches the best FID replaces the kept one (photo_run.ties_best_fid).
+        self.keeper = BestKeeper(
+            self.run.state,
+            "eval/fid",
+            greater_is_better=False,
+            export=self.export_best,
+            ties=photo_run.ties_best_fid,
+        )
         self.evaluator = self.build_evaluator()
         self.last_eval: Optional[dict] = None
         # ADA, the budget, and grids/evaluations spread over the run's (planned) length.
@@ -218,14 +225,22 @@ class GANTrainer(Task):
         # The full result (with its protocol) for the best export's model card; flat floats for the log.
         self._evaluation = self.evaluator.evaluate_full(self._evaluated)
         metrics = self._evaluation.flat()
-        if self.keeper.update(metrics):
+        kept = self.keeper.update(metrics)
+        if kept:
             metrics["eval/best_step"] = float(state.step)
         metrics["eval/best_fid"] = state.best_metric
         self.last_eval = {"step": state.step, "fid": metrics["eval/fid"]}  # for the closing verdict
         run.logger.write(state.step, metrics)
+        tie = kept and metrics["eval/fid"] > state.best_metric
         run.print(
             f"step {state.step}: FID {metrics['eval/fid']:.3f} (floor {metrics['eval/fid_floor']:.3f}), "
             f"KID {metrics['eval/kid_mean']:.4f}, best FID {state.best_metric:.3f}"
+            + (
+                f" (inside this evaluation's interval from {metrics['eval/fid_ci_low']:.3f}: "
+                "a tie, best_generator/ takes the later generator)"
+                if tie
+                else ""
+            )
         )
         return metrics
 
