@@ -97,4 +97,4 @@ def test_the_eval_plot_marks_the_best_step(tmp_path, monkeypatch):
         lambda self, x, **kw: marks.append((x, kw.get("label"))) or real_axvline(self, x, **kw),
     )
     assert [p.name for p in plot_metrics(tmp_path)] == ["eval_fid.png"]
-    assert marks == [(2.0, "best: step 2")]
+    assert marks == [(2.0, "kept (best_generator/): step 2")]

@@ -115,7 +115,7 @@ def test_fid_and_kid_with_interval_floor_best_step_and_minutes(tmp_path, monkeyp
     assert len(fid_ax.collections) == 1 and len(kid_ax.collections) == 1  # the intervals as bands
     assert fid_ax.get_yscale() == "log" and fid_minutes.get_yscale() == "log"  # 40 down to a floor of 0.5
     labels = [t.get_text() for t in fid_ax.get_legend().get_texts()]
-    assert "best: step 200" in labels and "real-data floor 0.5" in labels
+    assert "kept (best_generator/): step 200" in labels and "real-data floor 0.5" in labels
     star = [line for line in fid_ax.lines if line.get_marker() == "*"]
     assert [(list(s.get_xdata()), list(s.get_ydata())) for s in star] == [([200.0], [3.0])]
     # no size or count on any axis: only FID and KID

@@ -178,7 +178,7 @@ def _draw_distance(ax, series: Series, key: str, name: str, floor_key: str, at_f
     best = _last(series, "eval/best_step")
     if best is not None:
         (best_x,) = x_of([best])
-        ax.axvline(best_x, color="grey", linestyle="--", linewidth=1, label=f"best: step {best:.0f}")
+        ax.axvline(best_x, color="grey", linestyle="--", linewidth=1, label=f"kept (best_generator/): step {best:.0f}")
         at_best = _value_at(series, key, best)
         if at_best is not None:
             ax.plot(
