@@ -96,10 +96,10 @@ class BestKeeper:
         return value > best if self.greater_is_better else value < best
 
     def tied(self, metrics: Dict[str, float]) -> bool:
-        best = self.state.best_metric
-        if self.ties is None or not math.isfinite(metrics[self.key]) or best is None or math.isnan(best):
+        # Asked only when the value did not improve: a finite value then means a finite best.
+        if self.ties is None or not math.isfinite(metrics[self.key]):
             return False
-        return bool(self.ties(metrics, best))
+        return bool(self.ties(metrics, self.state.best_metric))
 
     def update(self, metrics: Dict[str, float]) -> bool:
         """True when ``metrics[key]`` is the new best or ties it (then it was exported)."""

@@ -231,16 +231,15 @@ class GANTrainer(Task):
         metrics["eval/best_fid"] = state.best_metric
         self.last_eval = {"step": state.step, "fid": metrics["eval/fid"]}  # for the closing verdict
         run.logger.write(state.step, metrics)
-        tie = kept and metrics["eval/fid"] > state.best_metric
-        run.print(
-            f"step {state.step}: FID {metrics['eval/fid']:.3f} (floor {metrics['eval/fid_floor']:.3f}), "
-            f"KID {metrics['eval/kid_mean']:.4f}, best FID {state.best_metric:.3f}"
-            + (
+        tie = ""
+        if kept and metrics["eval/fid"] > state.best_metric:
+            tie = (
                 f" (inside this evaluation's interval from {metrics['eval/fid_ci_low']:.3f}: "
                 "a tie, best_generator/ takes the later generator)"
-                if tie
-                else ""
             )
+        run.print(
+            f"step {state.step}: FID {metrics['eval/fid']:.3f} (floor {metrics['eval/fid_floor']:.3f}), "
+            f"KID {metrics['eval/kid_mean']:.4f}, best FID {state.best_metric:.3f}{tie}"
         )
         return metrics
 
