@@ -64,11 +64,12 @@ def test_when_the_probe_runs(budget_s, device, processes, dry_run, probes):
     assert precision.should_probe(budget_s, device, processes, dry_run) is probes
 
 
-def configs(tmp_path, measure=True, **run):
+def configs(tmp_path, measure=None, **run):
+    measure = {} if measure is None else {"measure_precision": measure}  # None: the default
     return (
         GANDataArguments(dataset="digits"),
         GANModelArguments(),
-        GANTrainArguments(time_budget="15m", measure_precision=measure),
+        GANTrainArguments(time_budget="15m", **measure),
         GANEvalArguments(),
         RunArguments(output_dir=str(tmp_path / "run"), cpu=True, **run),
     )
@@ -86,8 +87,21 @@ def test_the_choice_reaches_the_run_settings_and_a_flag_wins(tmp_path, capsys):
     assert capsys.readouterr().out.startswith("--mixed_precision bf16: measured on this CPU")
     given = precision.resolve(configs(tmp_path), {"mixed_precision"}, probe_fn=probe)
     assert given[-1].mixed_precision == "no" and calls == [64]  # the user's flag: no probe
-    default = precision.resolve(configs(tmp_path, measure=False), set(), probe_fn=probe)
-    assert default[-1].mixed_precision == "no" and calls == [64]  # not asked for: fp32, no probe
+    off = precision.resolve(configs(tmp_path, measure=False), set(), probe_fn=probe)
+    assert off[-1].mixed_precision == "no" and calls == [64]  # turned off: fp32, no probe
+
+
+@pytest.mark.parametrize(
+    "flags,measures", [([], True), (["--measure_precision", "False"], False), (["--no_measure_precision"], False)]
+)
+def test_a_budgeted_run_measures_unless_told_not_to(tmp_path, flags, measures):
+    from gan_accel.config import parse_config
+    from gan_accel.gan.config import GAN_CONFIG_TYPES
+
+    argv = ["--output_dir", str(tmp_path / "run"), "--time_budget", "15m", *flags]
+    parsed = parse_config((*GAN_CONFIG_TYPES, RunArguments), argv)
+    train = next(c for c in parsed if isinstance(c, GANTrainArguments))
+    assert train.measure_precision is measures
 
 
 def test_a_resume_keeps_the_precision_of_its_checkpoint(tmp_path):

@@ -2,7 +2,7 @@
 
 A CPU with AVX512-BF16 or AMX runs the GAN update in bf16 about 1.8x faster than in fp32; one
 with AVX2 only runs it several times slower. Which one this machine is, the flags cannot say:
-so at the start of a ``--time_budget`` run with ``--measure_precision``, without
+so at the start of a ``--time_budget`` run (``--measure_precision``, on by default), without
 ``--mixed_precision`` (and on a CPU, in one process) a few updates of the run's own G and D, at its batch size, are timed each way, the
 faster is kept and the ratio printed in one line. Accelerate fixes the precision when the
 Accelerator is built, so this runs before it, with the settings (:meth:`GANTrainer.resolve_settings`).
