@@ -6,9 +6,15 @@ import json
 
 import pytest
 
-from gan_accel.config import RunArguments
+from gan_accel.config import RunArguments, parse_config
 from gan_accel.gan import precision
-from gan_accel.gan.config import GANDataArguments, GANEvalArguments, GANModelArguments, GANTrainArguments
+from gan_accel.gan.config import (
+    GAN_CONFIG_TYPES,
+    GANDataArguments,
+    GANEvalArguments,
+    GANModelArguments,
+    GANTrainArguments,
+)
 
 
 @pytest.mark.parametrize(
@@ -95,9 +101,6 @@ def test_the_choice_reaches_the_run_settings_and_a_flag_wins(tmp_path, capsys):
     "flags,measures", [([], True), (["--measure_precision", "False"], False), (["--no_measure_precision"], False)]
 )
 def test_a_budgeted_run_measures_unless_told_not_to(tmp_path, flags, measures):
-    from gan_accel.config import parse_config
-    from gan_accel.gan.config import GAN_CONFIG_TYPES
-
     argv = ["--output_dir", str(tmp_path / "run"), "--time_budget", "15m", *flags]
     parsed = parse_config((*GAN_CONFIG_TYPES, RunArguments), argv)
     train = next(c for c in parsed if isinstance(c, GANTrainArguments))
