@@ -22,6 +22,7 @@ def test_photo_crops_on_a_cpu():
     assert c["batch_size"] == 64 and c["ada"] is False and "ada_kimg" not in c and "ada_target" not in c
     assert c["num_evaluations"] == 10
     assert c["lr_g"] == c["lr_d"] == 4e-4  # twice the DCGAN rate: measured on 8,000 photo crops
+    assert c["r1_gamma"] == 0.1  # lazy R1 keeps FastGAN's D from saturating: measured there too
     assert chosen(num_images=None)["ada"] is False  # a streamed dataset of unknown size
 
 
@@ -36,6 +37,7 @@ def test_fastgan_only_where_it_was_measured_to_win():
         dict(native_size=None),
     ):
         assert chosen(**facts)["arch"] == "dcgan", facts
+        assert "r1_gamma" not in chosen(**facts), facts  # R1 was measured with FastGAN only
     assert chosen(device="cuda")["arch"] == "resnet"
 
 
@@ -44,6 +46,12 @@ def test_a_progressive_run_keeps_the_dcgan(tmp_path, capsys):
     fitted = {c.field: c for c in fit_to_flags(choices, progressive=True)}
     assert fitted["arch"].value == "dcgan" and "--progressive_share" in fitted["arch"].reason
     assert fit_to_flags(choices, progressive=False) == choices
+    # R1 was measured with FastGAN only: a run that trains the DCGAN, because of the progressive
+    # flag or the user's --arch, trains without it.
+    assert fitted["r1_gamma"].value == 0.0 and "--arch dcgan" in fitted["r1_gamma"].reason
+    by_flag = {c.field: c.value for c in fit_to_flags(choices, progressive=False, arch="dcgan")}
+    assert by_flag["r1_gamma"] == 0.0 and by_flag["arch"] == "fastgan"  # apply() keeps the user's arch
+    assert {c.field: c.value for c in fit_to_flags(choices, False, "fastgan")}["r1_gamma"] == 0.1
     # Through the script: a photo folder big enough for FastGAN, with --progressive_share, is not
     # refused for a combination the user never asked for.
     import numpy as np
@@ -55,8 +63,14 @@ def test_a_progressive_run_keeps_the_dcgan(tmp_path, capsys):
     assert train_gan([*folder, "--progressive_share", "0.5", "--dry_run"]) == 0
     out = capsys.readouterr().out
     assert "  --arch dcgan: your --progressive_share grows the DCGAN only" in out and '"arch": "dcgan"' in out
+    assert '"r1_gamma": 0.0' in out
     assert train_gan([*folder, "--dry_run"]) == 0
-    assert '"arch": "fastgan"' in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert '"arch": "fastgan"' in out and '"r1_gamma": 0.1' in out
+    assert train_gan([*folder, "--arch", "dcgan", "--dry_run"]) == 0
+    out = capsys.readouterr().out
+    assert "  --r1_gamma 0.0: R1 was measured with FastGAN only, not --arch dcgan" in out
+    assert '"arch": "dcgan"' in out and '"r1_gamma": 0.0' in out
 
 
 def test_a_small_grey_folder_gets_small_batches_fast_ada_and_16_px():

@@ -21,6 +21,7 @@ from ..errors import ConfigError, UserError
 SMALL_DATASET = 2_000  # below: D memorises the set within minutes; adaptive augmentation pays
 NUM_EVALUATIONS = 10  # evaluations over a run: enough for a useful best, cheap against training
 NUM_GRIDS = 20  # frames of samples/training.gif
+R1_GAMMA = 0.1  # FastGAN on a CPU: small enough that D still learns at 32 px, batch 64
 # Fewer images of a class than this and the one-off domain classifier cannot learn to tell the
 # classes apart (it refuses to serve below 90% held-out accuracy, which would stop the run).
 MIN_IMAGES_PER_CLASS = 50
@@ -91,6 +92,12 @@ def choose(facts: DataFacts) -> List[Choice]:
             # about 0.6x the DCGAN's updates and still scored lower in the benchmark's judge. On the
             # 8 px digits (1,797 images) it scored worse at equal time: the DCGAN stays there.
             pick("arch", "fastgan", "a CPU and many detailed images: FastGAN learns more per minute than the DCGAN")
+            # Measured at 15 minutes on 8,000 photo crops (docs/photos.md): without a penalty FastGAN's
+            # D soon tells real from fake almost perfectly (loss ~0.05, logits +-4) and G learns from
+            # saturated logits; R1 on real images at gamma 0.1, every 16th D update (StyleGAN2's
+            # lazy schedule: its cost is a double backward once in 16 updates), scored lower in both
+            # seeds; gamma 1 was no better than none.
+            pick("r1_gamma", R1_GAMMA, "R1 on real images (every 16th D update) keeps FastGAN's D from saturating")
         else:
             pick("arch", "dcgan", "a CPU: the DCGAN is the fastest per image")
         pick("g_channels", width, "width for a CPU" + (" and a budget of an hour or more" if width == 64 else ""))
@@ -171,14 +178,21 @@ def detailed_set(facts: DataFacts) -> bool:
     )
 
 
-def fit_to_flags(choices: List[Choice], progressive: bool) -> List[Choice]:
-    """The choices with the one a flag of the user's rules out replaced: progressive resolution
-    (``--progressive_share``) grows the DCGAN only."""
-    if not progressive:
-        return choices
+def fit_to_flags(choices: List[Choice], progressive: bool, arch: Optional[str] = None) -> List[Choice]:
+    """The choices with those a flag of the user's rules out replaced: progressive resolution
+    (``--progressive_share``) grows the DCGAN only, and R1 was measured with FastGAN only, so a
+    run that trains another arch (``arch``: the user's ``--arch``) trains without it."""
+    if progressive:
+        choices = [
+            Choice("arch", "dcgan", "your --progressive_share grows the DCGAN only")
+            if c.field == "arch" and c.value == "fastgan"
+            else c
+            for c in choices
+        ]
+    trained = arch or next((c.value for c in choices if c.field == "arch"), None)
     return [
-        Choice("arch", "dcgan", "your --progressive_share grows the DCGAN only")
-        if c.field == "arch" and c.value == "fastgan"
+        Choice("r1_gamma", 0.0, f"R1 was measured with FastGAN only, not --arch {trained}")
+        if c.field == "r1_gamma" and trained != "fastgan"
         else c
         for c in choices
     ]
@@ -399,7 +413,9 @@ def resolve(configs: Tuple, argv: Optional[Sequence[str]], print_fn=print) -> Tu
         )
     processes = int(os.environ.get("WORLD_SIZE", "1"))
     facts = dataclasses.replace(facts, cache_dir=str(resolve_cache_dir() / "eval"), processes=processes)
-    choices = fit_to_flags(choose(facts), model.progressive and "arch" not in explicit)
+    choices = fit_to_flags(
+        choose(facts), model.progressive and "arch" not in explicit, model.arch if "arch" in explicit else None
+    )
     choices = keep_resumed(choices, *resumed_settings(run.output_dir, run.resume_from_checkpoint))
     configs, lines = apply(configs, choices, explicit)
     data, model, train, evaluation, run = configs
