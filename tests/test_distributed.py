@@ -129,3 +129,27 @@ def test_two_process_resume_is_exact(tmp_path):
     a = tensors_of(tmp_path / "straight" / "checkpoints" / "step_00000006")
     b = tensors_of(tmp_path / "split" / "checkpoints" / "step_00000006")
     assert all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_two_processes_train_fastgan_with_the_r1_penalty(tmp_path):
+    """The photo preset's FastGAN with R1: the penalty's double backward runs through DDP on every
+    D update and its value reaches the log (a DDP that refused it would end the run)."""
+    import math
+
+    torchrun(
+        [
+            *EXACT,
+            "--arch",
+            "fastgan",
+            "--r1_gamma",
+            "0.1",
+            "--r1_interval",
+            "1",
+            "--output_dir",
+            str(tmp_path / "o"),
+            "--max_steps",
+            "3",
+        ]
+    )
+    r1 = [r["reg/r1"] for r in read_jsonl(tmp_path / "o" / "metrics.jsonl") if "reg/r1" in r]
+    assert len(r1) == 3 and all(math.isfinite(v) and v > 0 for v in r1)
