@@ -2,6 +2,7 @@
 batch, files are written once, and a 2-process run resumes exactly."""
 
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -132,10 +133,9 @@ def test_two_process_resume_is_exact(tmp_path):
 
 
 def test_two_processes_train_fastgan_with_the_r1_penalty(tmp_path):
-    """The photo preset's FastGAN with R1: the penalty's double backward runs through DDP on every
-    D update and its value reaches the log (a DDP that refused it would end the run)."""
-    import math
-
+    """FastGAN with R1, as the photo preset pairs them (here BN-free and tiny): the penalty's double
+    backward runs through DDP on every D update and its value reaches the log (a DDP that refused
+    it would end the run)."""
     torchrun(
         [
             *EXACT,

@@ -21,7 +21,7 @@ from ..errors import ConfigError, UserError
 SMALL_DATASET = 2_000  # below: D memorises the set within minutes; adaptive augmentation pays
 NUM_EVALUATIONS = 10  # evaluations over a run: enough for a useful best, cheap against training
 NUM_GRIDS = 20  # frames of samples/training.gif
-R1_GAMMA = 0.1  # FastGAN on a CPU: measured best with 0.3 of 0.03, 0.1, 0.3 and 1 (32 px, batch 64)
+R1_GAMMA = 0.1  # FastGAN on a CPU: the best of 0.03, 0.1, 0.3 (a tie) and 1 at 32 px, batch 64
 # Fewer images of a class than this and the one-off domain classifier cannot learn to tell the
 # classes apart (it refuses to serve below 90% held-out accuracy, which would stop the run).
 MIN_IMAGES_PER_CLASS = 50
