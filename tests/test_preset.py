@@ -21,8 +21,10 @@ def test_photo_crops_on_a_cpu():
     assert c["arch"] == "fastgan" and c["image_size"] == 32 and c["channels"] == 3 and c["g_channels"] == 48
     assert c["batch_size"] == 64 and c["ada"] is False and "ada_kimg" not in c and "ada_target" not in c
     assert c["num_evaluations"] == 10
-    assert c["lr_g"] == c["lr_d"] == 4e-4  # twice the DCGAN rate: measured on 8,000 photo crops
+    assert c["lr_g"] == c["lr_d"] == 1.2e-3  # FastGAN with R1: measured on 8,000 photo crops
     assert c["r1_gamma"] == 0.1  # lazy R1 keeps FastGAN's D from saturating: measured there too
+    # The DCGAN on a large folder of small or unknown images keeps the CPU rate it was measured at.
+    assert chosen(native_size=28)["lr_g"] == chosen(num_images=None)["lr_d"] == 4e-4
     assert chosen(num_images=None)["ada"] is False  # a streamed dataset of unknown size
 
 
@@ -52,6 +54,15 @@ def test_a_progressive_run_keeps_the_dcgan(tmp_path, capsys):
     by_flag = {c.field: c.value for c in fit_to_flags(choices, progressive=False, arch="dcgan")}
     assert by_flag["r1_gamma"] == 0.0 and by_flag["arch"] == "fastgan"  # apply() keeps the user's arch
     assert {c.field: c.value for c in fit_to_flags(choices, False, "fastgan")}["r1_gamma"] == 0.1
+    # FastGAN's rate of 1.2e-3 holds with R1 only: the DCGAN, or FastGAN with the user's --r1_gamma 0,
+    # trains at the CPU rate of 4e-4; any other gamma keeps 1.2e-3.
+    assert fitted["lr_g"].value == fitted["lr_d"].value == 4e-4 and "--arch dcgan" in fitted["lr_g"].reason
+    assert by_flag["lr_g"] == by_flag["lr_d"] == 4e-4
+    for gamma, rate in ((0.0, 4e-4), (None, 1.2e-3), (0.3, 1.2e-3)):
+        fitted_r1 = {c.field: c for c in fit_to_flags(choices, False, None, gamma)}
+        assert fitted_r1["lr_g"].value == fitted_r1["lr_d"].value == rate, gamma
+        assert fitted_r1["r1_gamma"].value == 0.1  # apply() keeps the user's gamma
+    assert "--r1_gamma 0" in {c.field: c for c in fit_to_flags(choices, False, None, 0.0)}["lr_d"].reason
     # Through the script: a photo folder big enough for FastGAN, with --progressive_share, is not
     # refused for a combination the user never asked for.
     import numpy as np
@@ -66,11 +77,15 @@ def test_a_progressive_run_keeps_the_dcgan(tmp_path, capsys):
     assert '"r1_gamma": 0.0' in out
     assert train_gan([*folder, "--dry_run"]) == 0
     out = capsys.readouterr().out
-    assert '"arch": "fastgan"' in out and '"r1_gamma": 0.1' in out
+    assert '"arch": "fastgan"' in out and '"r1_gamma": 0.1' in out and '"lr_g": 0.0012' in out
     assert train_gan([*folder, "--arch", "dcgan", "--dry_run"]) == 0
     out = capsys.readouterr().out
     assert "  --r1_gamma 0.0: R1 was measured with FastGAN only, not --arch dcgan" in out
-    assert '"arch": "dcgan"' in out and '"r1_gamma": 0.0' in out
+    assert '"arch": "dcgan"' in out and '"r1_gamma": 0.0' in out and '"lr_d": 0.0004' in out
+    assert train_gan([*folder, "--r1_gamma", "0", "--dry_run"]) == 0
+    out = capsys.readouterr().out
+    assert "  --lr_g 0.0004: your --r1_gamma 0: without R1" in out
+    assert '"arch": "fastgan"' in out and '"r1_gamma": 0.0' in out and '"lr_g": 0.0004' in out
 
 
 def test_a_small_grey_folder_gets_small_batches_fast_ada_and_16_px():
