@@ -65,6 +65,7 @@ class Choice:
 def choose(facts: DataFacts) -> List[Choice]:
     """The preset's choices, in the order they are printed."""
     gpu = facts.device == "cuda"
+    fastgan = not gpu and detailed_set(facts)
     choices: List[Choice] = []
 
     def pick(name: str, value, reason: str) -> None:
@@ -89,7 +90,7 @@ def choose(facts: DataFacts) -> List[Choice]:
         pick("adam_beta2", 0.9, "SNGAN's Adam (0.0, 0.9)")
     else:
         width = 64 if facts.budget_s is not None and facts.budget_s >= 3600 else 48
-        if detailed_set(facts):
+        if fastgan:
             # Measured at 15 minutes on 8,000 photo crops (docs/photos.md), on two CPUs: FastGAN made
             # about 0.6x the DCGAN's updates and still scored lower in the benchmark's judge. On the
             # 8 px digits (1,797 images) it scored worse at equal time: the DCGAN stays there.
@@ -108,7 +109,7 @@ def choose(facts: DataFacts) -> List[Choice]:
     pick("batch_size", *batch_size(facts.num_images, facts.processes))
     n = facts.num_images
     large = n is None or n >= SMALL_DATASET  # a streamed dataset of unknown size counts as large
-    if not gpu and detailed_set(facts):  # FastGAN, with R1 (above)
+    if fastgan:  # with R1 (above)
         # Measured at 15 minutes on 8,000 photo crops (docs/photos.md): without R1, FastGAN at 8e-4
         # peaked early and scored worse than at 4e-4 (3.18 against 2.81); with R1 holding D back,
         # 8e-4 and 1.2e-3 kept improving to the end, each lower than the rate below it in two seeds.
