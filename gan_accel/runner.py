@@ -29,17 +29,16 @@ how each is checked on load). ``Task.main(argv)`` is a whole training script: ``
 
 from __future__ import annotations
 
-import importlib
 import json
 import os
 import time
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Callable, ClassVar, Dict, FrozenSet, List, Optional, Sequence, Tuple
+from typing import Callable, ClassVar, Dict, List, Optional, Sequence, Tuple
 
 from .config import RunArguments, config_to_dict, parse_config, resume_compare_as, resume_policy
 from .data.fingerprint import FOLDER_DATASETS
-from .data.paths import check_folders
+from .data.paths import check_folders, declare_run_outputs
 from .errors import TaskMethodError, UserError, cli_entry
 from .loop.accel import print_and_save_config
 from .loop.atomic import write_json_durable
@@ -81,22 +80,7 @@ class Plan:
 OnUpdate = Callable[[object], None]
 EXPORTS_FILE = "exported.json"  # in the final checkpoint: what its export wrote (name -> inode, mtime, size)
 
-# What some run replaces at the top of its folder; every Task subclass adds its outputs.
-_DECLARED_OUTPUTS = set(RUN_OUTPUTS)
-BUILT_IN_TASKS = (
-    "gan_accel.gan.trainer",
-    "gan_accel.cyclegan.trainer",
-    "gan_accel.classifier.train",
-    "gan_accel.classifier.distill.train",
-)
-
-
-def declared_outputs() -> FrozenSet[str]:
-    """Every name a run of a known task replaces in its folder (a command that writes under
-    another run's folder must keep out of them: gan_accel.data.paths.check_folders)."""
-    for module in BUILT_IN_TASKS:
-        importlib.import_module(module)
-    return frozenset(_DECLARED_OUTPUTS)
+declare_run_outputs(RUN_OUTPUTS)
 
 
 class Task:
@@ -110,7 +94,7 @@ class Task:
 
     def __init_subclass__(cls, **kwargs) -> None:
         super().__init_subclass__(**kwargs)
-        _DECLARED_OUTPUTS.update(output.name for output in cls.outputs)
+        declare_run_outputs(output.name for output in cls.outputs)
 
     def __init__(self, *configs, on_update: Optional[OnUpdate] = None, start: bool = True) -> None:
         """``configs``: one instance of each of ``configs``' classes and a :class:`RunArguments`,

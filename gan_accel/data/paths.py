@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
-from typing import FrozenSet, Mapping, Optional, Sequence, Tuple, Union
+from typing import FrozenSet, Iterable, Mapping, Optional, Sequence, Set, Tuple, Union
 
 from ..errors import UserError
 
@@ -58,12 +59,31 @@ def owning_run(path: PathLike) -> Optional[Tuple[Path, str]]:
     return None
 
 
-def run_replaced_names() -> FrozenSet[str]:
-    """What some task's run replaces at the top of its folder: what every run writes and what
-    each task declares (imported on first use: only a path under a run folder needs them)."""
-    from ..runner import declared_outputs
+# What some run replaces at the top of its folder: what every run writes and each task's own
+# outputs. Tasks add theirs when their class is defined (gan_accel.runner.Task); this module owns
+# the set, so the runner depends on it and not the other way round.
+_RUN_REPLACED: Set[str] = set()
+# The built-in tasks, imported by name on first use: only a path under a run folder needs them,
+# and a command that never meets one should not pay for importing every task.
+BUILT_IN_TASKS = (
+    "gan_accel.gan.trainer",
+    "gan_accel.cyclegan.trainer",
+    "gan_accel.classifier.train",
+    "gan_accel.classifier.distill.train",
+)
 
-    return declared_outputs()
+
+def declare_run_outputs(names: Iterable[str]) -> None:
+    """Record names a run replaces at the top of its folder (called by every task class)."""
+    _RUN_REPLACED.update(names)
+
+
+def run_replaced_names() -> FrozenSet[str]:
+    """Every name a run of a known task replaces in its folder (a command that writes under
+    another run's folder must keep out of them: :func:`check_folders`)."""
+    for module in BUILT_IN_TASKS:
+        importlib.import_module(module)
+    return frozenset(_RUN_REPLACED)
 
 
 def check_folders(
