@@ -143,7 +143,7 @@ class RunArguments:
         default=False,
         metadata={
             "resume": FREE,
-            "help": "Resume even though the data differs from the checkpoint's (files, sizes, modification times, "
+            "help": "Resume even though the data differs from the checkpoint's (files, sizes, file contents, "
             "classes), with a warning; refused without it.",
         },
     )
