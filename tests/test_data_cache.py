@@ -180,3 +180,14 @@ def test_unwritable_cache_dir_is_one_line_and_touches_nothing(folder, tmp_path, 
 def test_invalid_data_flags(tmp_path, capsys, argv, match):
     line = user_error(train_gan, [*TINY_GAN, "--output_dir", str(tmp_path / "run"), *argv], capsys)
     assert match in line
+
+
+def test_real_batch_before_the_loader_is_a_clear_error(folder, tmp_path):
+    source, _ = open_source(folder, tmp_path / "cache", data_in_memory="yes")
+    with pytest.raises(RuntimeError, match=r"real_batch\(\) called before make_loader\(\); make the loader first"):
+        source.real_batch(torch.arange(4))
+    from gan_accel.data import ResumableSampler
+
+    loader = source.make_loader(4, ResumableSampler(len(source), seed=0), 0, CPU)
+    images, labels = source.real_batch(next(iter(loader)))
+    assert images.shape == (4, 3, 16, 16) and labels.shape == (4,)

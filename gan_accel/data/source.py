@@ -112,8 +112,14 @@ class ImageSource:
         if self.in_memory:
             # batch: the 1-D index tensor of the index loader; index_select gathers the same rows
             # as images[batch] at about half the cost (advanced indexing is general).
+            images = self._on_device.get("images")
+            if images is None:  # a task's code asked before making its loader (a bare KeyError otherwise)
+                raise RuntimeError(
+                    f"ImageSource {self.name}: real_batch() called before make_loader(); make the loader "
+                    "first (it places the images on the device) and pass real_batch the batches it yields"
+                )
             labels = self._on_device.get("labels")
-            images = self._on_device["images"].index_select(0, batch)
+            images = images.index_select(0, batch)
             images = images if images.is_floating_point() else to_float_images(images)
             return images, labels.index_select(0, batch) if labels is not None else None
         real = to_float_images(batch["images"])
