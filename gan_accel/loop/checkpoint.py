@@ -67,9 +67,7 @@ class CheckpointManager:
             latest = self.latest()
             example = f"such as {latest}" if latest else f"named {self.root}/step_NNNNNNNN (the step, 8 digits)"
             what = "is a file, not a checkpoint folder" if path.exists() else "no such folder"
-            raise UserError(
-                f"--resume_from_checkpoint {spec}: {what}; pass 'latest' or a checkpoint folder {example}"
-            )
+            raise UserError(f"--resume_from_checkpoint {spec}: {what}; pass 'latest' or a checkpoint folder {example}")
         if not (path / STATE_FILE).is_file():
             raise UserError(
                 f"--resume_from_checkpoint {spec}: not a complete gan_accel checkpoint (no {STATE_FILE}); "
