@@ -97,7 +97,10 @@ class RunArguments:
     )
     overwrite_output_dir: bool = field(
         default=False,
-        metadata={"resume": FREE, "help": "Delete a previous run in --output_dir instead of refusing to start."},
+        metadata={
+            "resume": FREE,
+            "help": "Delete a previous run in --output_dir instead of refusing to start (not with --resume_from_checkpoint, which continues it).",
+        },
     )
     seed: int = field(
         default=0, metadata={"help": "Seed for weights, data order, noise and augmentation (0 to 4294967295)."}
@@ -143,7 +146,7 @@ class RunArguments:
         default=False,
         metadata={
             "resume": FREE,
-            "help": "Resume even though the data differs from the checkpoint's (files, sizes, modification times, "
+            "help": "Resume even though the data differs from the checkpoint's (files, sizes, file contents, "
             "classes), with a warning; refused without it.",
         },
     )
@@ -206,6 +209,13 @@ class RunArguments:
         check_positive("loss_explosion_window", self.loss_explosion_window)
         if self.push_to_hub and not self.hub_model_id:
             raise ConfigError("--push_to_hub needs --hub_model_id USER/NAME (the Hub repo to create or update)")
+        if self.overwrite_output_dir and self.resume_from_checkpoint:
+            # Which one wins cannot be guessed: a resume that silently keeps the run, or an overwrite
+            # that deletes the checkpoint named next to it, would each surprise half the users.
+            raise ConfigError(
+                f"--overwrite_output_dir with --resume_from_checkpoint {self.resume_from_checkpoint}: one deletes "
+                "the run in --output_dir, the other continues it; pass only one of them"
+            )
         check_hub_model_id("hub_model_id", self.hub_model_id)
 
     @property

@@ -73,3 +73,27 @@ def kept_evaluation(evals):
             kept = r
         lowest = min(lowest, r["eval/fid"])
     return kept
+
+
+def repaint_keeping_size_and_mtime(path: Path, value: int = 0) -> None:
+    """Make the PNG at ``path`` one flat ``value`` (black by default), keeping its byte size and
+    modification time: what ``cp -p``, ``rsync -a`` or ``tar x`` of other images of that size and
+    date leaves. A ``tEXt`` chunk pads the (smaller) flat image to the old size."""
+    import io
+    import os
+
+    from PIL import Image
+    from PIL.PngImagePlugin import PngInfo
+
+    st = path.stat()
+    with Image.open(path) as img:
+        flat = Image.new(img.mode, img.size, value)
+    buffer = io.BytesIO()
+    flat.save(buffer, "PNG")
+    pad = st.st_size - len(buffer.getvalue()) - 12 - len(b"pad\0")  # chunk: length, type, CRC; key, NUL
+    assert pad >= 0, f"{path}: too small to pad"
+    info = PngInfo()
+    info.add_text("pad", "x" * pad)
+    flat.save(path, "PNG", pnginfo=info)
+    assert path.stat().st_size == st.st_size
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))

@@ -162,6 +162,11 @@ TRAIN_CASES = {
     "report_to unknown": (["--report_to", "mlfow"], "--report_to mlfow: unknown tracker mlfow"),
     "report_to all,none": (["--report_to", "all,none"], "--report_to all,none: all and none cannot be combined"),
     "push_to_hub without repo": (["--push_to_hub"], "--push_to_hub needs --hub_model_id USER/NAME"),
+    "overwrite and resume": (
+        ["--overwrite_output_dir", "--resume_from_checkpoint", "latest"],
+        "--overwrite_output_dir with --resume_from_checkpoint latest: one deletes the run in --output_dir, "
+        "the other continues it; pass only one of them",
+    ),
     "mnist missing": (lambda tmp: ["--dataset", "mnist", "--data_dir", str(tmp / "mnist")], "--download"),
     "time_budget": (["--time_budget", "soon"], "--time_budget 'soon' is not a duration; write e.g. 90s, 15m"),
     "time_budget zero": (["--time_budget", "0m"], "--time_budget '0m': the duration must be positive"),

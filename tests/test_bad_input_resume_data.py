@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from cyclegan_fixtures import TINY_CYCLEGAN, make_domains  # noqa: E402
-from helpers import TINY_GAN, load_script, write_png  # noqa: E402
+from helpers import TINY_GAN, load_script, repaint_keeping_size_and_mtime, write_png  # noqa: E402
 from run_fixtures import snapshot, user_error  # noqa: E402
 
 train_gan = load_script("train_gan").main
@@ -84,7 +84,12 @@ GAN_CASES = {
     ),
     "image added": (add_image, "the data changed since this checkpoint (data_dir: 1 image added: a/new.png)"),
     "image removed": (remove_image, "(data_dir: 1 image removed: a/003.png)"),
-    "image rewritten": (rewrite_image, "(data_dir: 1 image changed (size or modification time): b/001.png)"),
+    "image rewritten": (rewrite_image, "(data_dir: 1 image changed (other content): b/001.png)"),
+    # What cp -p / rsync -a / tar x of other images with the same sizes and dates leaves.
+    "pixels changed, size and mtime kept": (
+        lambda data: repaint_keeping_size_and_mtime(data / "a" / "002.png"),
+        "(data_dir: 1 image changed (other content): a/002.png)",
+    ),
 }
 
 

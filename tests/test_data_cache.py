@@ -14,7 +14,7 @@ from data_fixtures import CLASSES, FOLDER_GAN, make_folder
 from gan_accel.data import load_image_data
 from gan_accel.data.source import open_image_source
 from gan_accel.gan.config import GANDataArguments
-from helpers import TINY_GAN, load_script
+from helpers import TINY_GAN, load_script, repaint_keeping_size_and_mtime
 from helpers import one_line_error as user_error
 
 train_gan = load_script("train_gan").main
@@ -96,6 +96,9 @@ CHANGES = {
     "file added": lambda root, entry: shutil.copy(root / "cats" / "000.png", root / "cats" / "new.png"),
     "file removed": lambda root, entry: (root / "dogs" / "003.png").unlink(),
     "file changed": lambda root, entry: _touch_new_content(root / "cats" / "005.png"),
+    "pixels changed, size and mtime kept": lambda root, entry: repaint_keeping_size_and_mtime(
+        root / "cats" / "005.png"
+    ),
     "cache truncated": lambda root, entry: os.truncate(
         entry / "images.u8", os.path.getsize(entry / "images.u8") - 100
     ),
@@ -103,6 +106,17 @@ CHANGES = {
     "meta.json garbled": lambda root, entry: (entry / "meta.json").write_text("{not json"),
     "meta.json missing": lambda root, entry: (entry / "meta.json").unlink(),
 }
+
+
+def test_a_folder_repainted_black_with_sizes_and_dates_kept_is_decoded_again(folder, tmp_path):
+    # What cp -p / rsync -a / tar x of other images with the same sizes and dates leaves: the cache
+    # is keyed by content, so the run trains on the black pixels, not on the old ones.
+    before, _ = open_source(folder, tmp_path / "cache")
+    for path in sorted(folder.rglob("0*.png")):
+        repaint_keeping_size_and_mtime(path)
+    after, lines = open_source(folder, tmp_path / "cache")
+    assert "building" in lines[0] and after.cache.path != before.cache.path
+    assert after.images.max() == 0 and before.images.max() > 0
 
 
 def _zero_tail(path):
@@ -166,3 +180,14 @@ def test_unwritable_cache_dir_is_one_line_and_touches_nothing(folder, tmp_path, 
 def test_invalid_data_flags(tmp_path, capsys, argv, match):
     line = user_error(train_gan, [*TINY_GAN, "--output_dir", str(tmp_path / "run"), *argv], capsys)
     assert match in line
+
+
+def test_real_batch_before_the_loader_is_a_clear_error(folder, tmp_path):
+    source, _ = open_source(folder, tmp_path / "cache", data_in_memory="yes")
+    with pytest.raises(RuntimeError, match=r"real_batch\(\) called before make_loader\(\); make the loader first"):
+        source.real_batch(torch.arange(4))
+    from gan_accel.data import ResumableSampler
+
+    loader = source.make_loader(4, ResumableSampler(len(source), seed=0), 0, CPU)
+    images, labels = source.real_batch(next(iter(loader)))
+    assert images.shape == (4, 3, 16, 16) and labels.shape == (4,)

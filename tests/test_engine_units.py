@@ -157,6 +157,28 @@ def test_random_streams_never_share_a_seed_and_refuse_unknown_names():
         RandomStreams({"a": 1, "b": 1}, 0, acc, 2)
     kept = RandomStreams({"crop_A": 5, "crop_B": 6}, 0, acc, 2)  # CycleGAN's positions: its seeds as before
     assert kept._seeded("crop_B", 3).initial_seed() == (0 * 1_000_003 + 3) * 8 + 6
+    from gan_accel.gan.recipe import STREAMS
+
+    gan = RandomStreams(STREAMS, 0, acc, 2)  # the built-in GAN's positions: the seeds of its recorded runs
+    assert gan._seeded("recon", 4).initial_seed() == (0 * 1_000_003 + 4) * 8 + 5
+
+
+def test_random_streams_seed_each_stream_by_its_name_across_objects():
+    """Two objects with the same seed (a recipe's and a hook's, two tasks): a stream's draws depend
+    on its name, not on its position, so names at the same position never draw the same values
+    and a stream added before another moves none of its draws."""
+    from types import SimpleNamespace
+
+    from gan_accel.engine import RandomStreams
+
+    acc = SimpleNamespace(device=torch.device("cpu"), num_processes=1, process_index=0)
+    recipe, hook = RandomStreams(("z",), 5, acc, 4), RandomStreams(("noise",), 5, acc, 4)
+    assert not torch.equal(recipe.normal("z", 3, 2), hook.normal("noise", 3, 2))
+    assert not torch.equal(recipe.uniform("z", 3), hook.uniform("noise", 3))
+    assert not torch.equal(recipe.categorical("z", 3, 1000), hook.categorical("noise", 3, 1000))
+    moved = RandomStreams(("extra", "z"), 5, acc, 4)
+    assert torch.equal(recipe.normal("z", 3, 2), moved.normal("z", 3, 2))
+    assert not torch.equal(recipe.normal("z", 3, 2), RandomStreams(("z",), 6, acc, 4).normal("z", 3, 2))
 
 
 @pytest.mark.parametrize("draw", ["normal", "uniform", "categorical"])

@@ -119,9 +119,9 @@ def test_the_recon_stream_moves_no_earlier_seed():
     from accelerate import Accelerator
 
     acc = Accelerator(cpu=True)
-    before = RandomStreams(("z", "labels", "gp_alpha", "augment", "ada"), 3, acc, 4)
+    before = RandomStreams({"z": 0, "labels": 1, "gp_alpha": 2, "augment": 3, "ada": 4}, 3, acc, 4)
     now = RandomStreams(STREAMS, 3, acc, 4)
-    assert STREAMS[-1] == "recon"
+    assert max(STREAMS, key=STREAMS.get) == "recon"
     for name in before.index:
         assert torch.equal(before.normal(name, 7, 2), now.normal(name, 7, 2))
     assert not torch.equal(now.normal("recon", 7, 2), now.normal("ada", 7, 2))

@@ -47,6 +47,11 @@ def test_crops_per_photo_with_a_heldout_split(tmp_path):
         ),
         (["--output_dir", "{tmp}/new", "--size", "0"], "--size must be > 0"),
         (["--output_dir", "{tmp}/new", "--num_heldout", "-1"], "--num_heldout must be >= 0"),
+        # before: "100000 px crops" printed, every crop cut to the photo's 427 px
+        (
+            ["--output_dir", "{tmp}/new", "--crop_size", "100000"],
+            "--crop_size 100000: larger than the smallest bundled photo's side (427 px); pass at most 427",
+        ),
     ],
 )
 def test_bad_input_is_one_line_and_changes_nothing(tmp_path, capsys, flags, match):

@@ -70,12 +70,12 @@ def test_when_the_probe_runs(budget_s, device, processes, dry_run, probes):
     assert precision.should_probe(budget_s, device, processes, dry_run) is probes
 
 
-def configs(tmp_path, measure=None, **run):
+def configs(tmp_path, measure=None, budget="15m", **run):
     measure = {} if measure is None else {"measure_precision": measure}  # None: the default
     return (
         GANDataArguments(dataset="digits"),
         GANModelArguments(),
-        GANTrainArguments(time_budget="15m", **measure),
+        GANTrainArguments(time_budget=budget, **measure),
         GANEvalArguments(),
         RunArguments(output_dir=str(tmp_path / "run"), cpu=True, **run),
     )
@@ -117,5 +117,44 @@ def test_a_resume_keeps_the_precision_of_its_checkpoint(tmp_path):
 
     resumed = precision.resolve(configs(tmp_path, resume_from_checkpoint="latest"), set(), probe_fn=probe)
     assert resumed[-1].mixed_precision == "bf16"
-    assert precision.saved_precision(str(tmp_path / "none"), "latest") is None
-    assert precision.saved_precision(str(tmp_path / "run"), str(tmp_path / "missing")) is None
+    assert precision.saved_precision(str(tmp_path / "none"), "latest") == (None, False)
+
+
+def write_checkpoint(tmp_path, step, config):
+    checkpoint = tmp_path / "run" / "checkpoints" / f"step_{step:08d}"
+    checkpoint.mkdir(parents=True)
+    (checkpoint / "trainer_state.json").write_text(json.dumps({"config": config}))
+    return checkpoint
+
+
+def test_a_resume_without_the_budget_keeps_the_precision_the_probe_chose(tmp_path):
+    # The resume is refused for the missing --time_budget; its message must not list a
+    # --mixed_precision change the user never made (the probe chose bf16, not them).
+    write_checkpoint(tmp_path, 10, {"mixed_precision": "bf16", "time_budget": "15m"})
+    resumed = precision.resolve(configs(tmp_path, budget=None, resume_from_checkpoint="latest"), set())
+    assert resumed[-1].mixed_precision == "bf16"
+    # A run without a budget on either side is the user's precision: compared, not adopted.
+    other = tmp_path / "other"
+    write_checkpoint(other, 10, {"mixed_precision": "bf16", "time_budget": None})
+    kept = precision.resolve(configs(other, budget=None, resume_from_checkpoint="latest"), set())
+    assert kept[-1].mixed_precision == "no"
+
+
+def test_a_resume_from_a_path_that_is_no_checkpoint_is_refused_before_the_probe(tmp_path):
+    from gan_accel.errors import UserError
+
+    def probe(*args):
+        raise AssertionError("probed before the checkpoint path was checked")
+
+    root = tmp_path / "run" / "checkpoints"
+    with pytest.raises(
+        UserError, match=rf"no such folder; pass 'latest' or a checkpoint folder named {root}/step_NNNNNNNN"
+    ):
+        precision.resolve(configs(tmp_path, resume_from_checkpoint=str(root / "step_00000500")), set(), probe_fn=probe)
+    real = write_checkpoint(tmp_path, 40, {"mixed_precision": "no"})
+    with pytest.raises(UserError, match=rf"no such folder; pass 'latest' or a checkpoint folder such as {real}$"):
+        precision.resolve(configs(tmp_path, resume_from_checkpoint=str(root / "step_00000500")), set(), probe_fn=probe)
+    afile = tmp_path / "model.safetensors"
+    afile.write_bytes(b"")
+    with pytest.raises(UserError, match=rf"{afile}: is a file, not a checkpoint folder; pass 'latest' or"):
+        precision.resolve(configs(tmp_path, resume_from_checkpoint=str(afile)), set(), probe_fn=probe)

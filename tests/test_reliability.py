@@ -314,6 +314,7 @@ def test_resume_with_safe_flag_changes_continues(short_run):
     [
         ("missing", "no such folder"),
         ("foreign", "not a complete gan_accel checkpoint"),
+        ("a file", "is a file, not a checkpoint folder"),
     ],
 )
 def test_resume_from_missing_or_foreign_folder(tmp_path, target, match, capsys):
@@ -321,6 +322,8 @@ def test_resume_from_missing_or_foreign_folder(tmp_path, target, match, capsys):
     if target == "foreign":
         path.mkdir()
         (path / "model.safetensors").write_text("not ours")
+    if target == "a file":
+        path.write_text("a file, not a folder")
     with pytest.raises(SystemExit) as info:
         train_gan(
             [

@@ -102,6 +102,27 @@ def test_what_a_branch_sets_aside(tmp_path):
     assert set_aside(out / "checkpoints/step_00000006").name == "step_00000006.dropped2"
 
 
+def test_a_best_generator_of_the_kept_branch_is_not_set_aside(tmp_path):
+    """best_generator/ reached at the checkpoint's own step is written just after that checkpoint
+    (evaluations follow it): its recorded step, not its date, says it belongs to the kept branch.
+    Set aside, it was gone for good when nothing was left to train (no evaluation recreates it)."""
+    import json
+
+    from gan_accel.loop.rundir import abandoned_after
+
+    checkpoint = tmp_path / "checkpoints/step_00000004"
+    checkpoint.mkdir(parents=True)
+    (checkpoint / "trainer_state.json").write_text("{}")
+    since = (checkpoint / "trainer_state.json").stat().st_mtime_ns
+    for reached, abandoned in ((4, False), (3, False), (6, True)):
+        best = tmp_path / "best_generator"
+        best.mkdir(exist_ok=True)
+        (best / "score.json").write_text(json.dumps({"metric": "eval/fid", "value": 9.0, "step": reached}))
+        os.utime(best, ns=(since + 10**9, since + 10**9))  # written after the checkpoint
+        later = abandoned_after(tmp_path, 4, since, ["best_generator"])
+        assert (best in later) is abandoned, reached
+
+
 def test_second_run_on_a_folder_in_use_is_refused_and_first_is_untouched(tmp_path, capsys):
     run = tmp_path / "run"
     run.mkdir()

@@ -98,6 +98,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     out = Path(args.output_dir)
     check_folders({}, {"--output_dir": out})
     photos = bundled_photos()
+    limit = min(min(photo.size) for photo in photos.values())
+    if args.crop_size > limit:
+        # A larger crop would be cut to the photo (crop_boxes clamps): refuse rather than report a size never made.
+        raise ConfigError(
+            f"--crop_size {args.crop_size}: larger than the smallest bundled photo's side ({limit} px); "
+            f"pass at most {limit}"
+        )
     written = write_split(photos, out / "train", args.num_crops, args.crop_size, args.size, args.seed)
     held = (
         write_split(photos, out / "heldout", args.num_heldout, args.crop_size, args.size, args.seed + 1)

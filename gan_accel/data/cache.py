@@ -2,8 +2,9 @@
 
 An entry is a folder ``CACHE_DIR/<name>-<S>px-<C>ch-<key>/`` holding ``images.u8`` (the raw
 ``[N, C, S, S]`` array, row after row), ``labels.npy`` (when labelled) and ``meta.json``. The key
-hashes what the pixels depend on: every file's relative path, size and mtime (or a Hugging Face
-dataset's fingerprint) plus the image settings and this format's version, so a changed folder
+hashes what the pixels depend on: every file's relative path and a hash of its bytes (``content.py``:
+a copy that keeps size and mtime with other pixels is a change; or a Hugging Face dataset's
+fingerprint) plus the image settings and this format's version, so a changed folder
 gets a new entry. An entry is built in a temporary sibling folder and renamed into place only
 when complete, so a crashed build never looks finished. Rows are read with ``os.pread`` on demand.
 
@@ -59,15 +60,17 @@ def default_cache_root() -> Path:
     return Path(base) / "gan_accel"
 
 
-def folder_key(root: Path, files: Sequence[Path], labels: Optional[Sequence[int]], settings: dict) -> str:
-    """Hash of the file list (relative path, size, mtime in ns, label) and the decode settings."""
+def folder_key(
+    root: Path, files: Sequence[Path], digests: Sequence[str], labels: Optional[Sequence[int]], settings: dict
+) -> str:
+    """Hash of the file list (relative path, content hash from ``content_digests``, label) and the
+    decode settings."""
     h = hashlib.sha256(json.dumps({"version": FORMAT_VERSION, **settings}, sort_keys=True).encode())
     for i, path in enumerate(files):
-        st = os.stat(path)
         label = labels[i] if labels is not None else -1
         # fsencode: a file name that is not valid UTF-8 comes back as its original bytes, where
         # str.encode() would refuse the surrogates Python decodes such names to.
-        h.update(os.fsencode(os.path.relpath(path, root)) + f"\0{st.st_size}\0{st.st_mtime_ns}\0{label}\n".encode())
+        h.update(os.fsencode(os.path.relpath(path, root)) + f"\0{digests[i]}\0{label}\n".encode())
     return h.hexdigest()
 
 

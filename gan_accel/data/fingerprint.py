@@ -3,8 +3,10 @@
 A fingerprint is a JSON dict of named parts (``{"data_dir": ...}``, ``{"trainA": ..., "trainB":
 ...}``, ``{"train_file": ..., "validation_file": ...}``), each one of:
 
-- a folder of images: its class sub-folders and every image's relative path, size and
-  modification time (stat calls only: no image is read again);
+- a folder of images: its class sub-folders and every image's relative path, size and a hash of
+  its bytes (``content.py``: a copy that keeps size and modification time while the pixels change
+  is a change; a ``touch`` or a copy without ``-p`` is not). Fingerprints written before recorded
+  the modification time instead of the hash: against those, only the sizes are compared;
 - a file (the classifier's tables): its size and the SHA-256 of its bytes, so a copy or a
   ``touch`` with the same content is not a change;
 - a dataset that comes whole (digits, MNIST, a Hub dataset): its name, number of examples, shape
@@ -19,7 +21,9 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
-from typing import Dict, List, Sequence
+from typing import Dict, List, Optional, Sequence
+
+from .content import content_digests
 
 # File names quoted per kind of change in a message; the rest are counted.
 NAMES_SHOWN = 3
@@ -27,13 +31,18 @@ FOLDER_DATASETS = ("folder", "imagefolder")
 
 
 # ---- parts -----------------------------------------------------------------------------------
-def folder_part(root: Path, files: Sequence[Path], class_names: Sequence[str]) -> dict:
-    """A folder of images as the loader listed it (``files`` under ``root``, ``class_names``)."""
+def folder_part(
+    root: Path, files: Sequence[Path], class_names: Sequence[str], known: Optional[Dict[str, str]] = None
+) -> dict:
+    """A folder of images as the loader listed it (``files`` under ``root``, ``class_names``).
+    ``known``: content hashes already computed (str path -> hash), e.g. for the decode cache's key."""
     root = Path(root)
+    known = known or {}
+    missing = [file for file in files if str(file) not in known]
+    known = {**known, **dict(zip(map(str, missing), content_digests(missing)))}
     entries = {}
     for file in files:
-        stat = Path(file).stat()
-        entries[Path(file).relative_to(root).as_posix()] = [stat.st_size, stat.st_mtime_ns]
+        entries[Path(file).relative_to(root).as_posix()] = [Path(file).stat().st_size, known[str(file)]]
     return {"kind": "folder", "path": str(root), "classes": list(class_names), "files": entries}
 
 
@@ -78,11 +87,19 @@ def _folder_changes(saved: dict, current: dict) -> List[str]:
     new = current.get("files", {})
     added = sorted(set(new) - set(old))
     removed = sorted(set(old) - set(new))
-    modified = sorted(name for name in set(old) & set(new) if list(old[name]) != list(new[name]))
-    for names, what in ((added, "added"), (removed, "removed"), (modified, "changed (size or modification time)")):
+    modified = sorted(name for name in set(old) & set(new) if _file_changed(old[name], new[name]))
+    for names, what in ((added, "added"), (removed, "removed"), (modified, "changed (other content)")):
         if names:
             changes.append(f"{len(names)} image{'s' if len(names) > 1 else ''} {what}: {_some(names)}")
     return changes
+
+
+def _file_changed(saved: list, current: list) -> bool:
+    """``[size, content hash]``; a fingerprint written before content hashes holds ``[size,
+    mtime_ns]`` (an int), which says nothing of the content: then only the sizes are compared."""
+    if not isinstance(saved[1], str):
+        return saved[0] != current[0]
+    return list(saved) != list(current)
 
 
 def _part_changes(saved: dict, current: dict) -> List[str]:
@@ -124,7 +141,7 @@ def image_fingerprint(data_args, source) -> Dict[str, dict]:
         from .images import folder_files
 
         root, files, _, class_names = folder_files(data_args.data_dir)
-        return {"data_dir": folder_part(root, files, class_names)}
+        return {"data_dir": folder_part(root, files, class_names, getattr(source, "file_digests", None))}
     return {"dataset": dataset_part(source.name, len(source), source.shape, source.class_names)}
 
 

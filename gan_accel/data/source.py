@@ -21,6 +21,7 @@ from torch.utils.data import DataLoader, Dataset, Sampler
 
 from ..errors import ConfigError
 from .cache import ImageCache, build_cache, default_cache_root, folder_key, open_cache, settings_key, writable_root
+from .content import content_digests
 from .decode import FolderImages, HFImages, decode_all
 from .images import ImageData, folder_files, load_image_data, to_float_images, unlabelled_reason
 from .memory import choose_in_memory
@@ -52,6 +53,9 @@ class ImageSource:
     cache: Optional[ImageCache] = None
     channels_last: bool = False
     unlabelled_reason: str = "has no class sub-folders"  # ends the error of a run that needs labels
+    # The content hash of each image file (str path -> xxh3), when the cache key computed them: the
+    # run's data fingerprint reuses them instead of reading every file again.
+    file_digests: Optional[Dict[str, str]] = None
     _on_device: Dict[str, torch.Tensor] = field(default_factory=dict, repr=False)
 
     def __len__(self) -> int:
@@ -108,8 +112,14 @@ class ImageSource:
         if self.in_memory:
             # batch: the 1-D index tensor of the index loader; index_select gathers the same rows
             # as images[batch] at about half the cost (advanced indexing is general).
+            images = self._on_device.get("images")
+            if images is None:  # a task's code asked before making its loader (a bare KeyError otherwise)
+                raise RuntimeError(
+                    f"ImageSource {self.name}: real_batch() called before make_loader(); make the loader "
+                    "first (it places the images on the device) and pass real_batch the batches it yields"
+                )
             labels = self._on_device.get("labels")
-            images = self._on_device["images"].index_select(0, batch)
+            images = images.index_select(0, batch)
             images = images if images.is_floating_point() else to_float_images(images)
             return images, labels.index_select(0, batch) if labels is not None else None
         real = to_float_images(batch["images"])
@@ -191,10 +201,15 @@ def _open_image_source(
         )
         return from_image_data(data, in_memory, why)
     settings = {"image_size": S, "channels": C}
+    digests: List[str] = []
     if args.dataset == "folder" and not args.dataset_name:
         root, files, labels, class_names = folder_files(args.data_dir)
         items, name = FolderImages(files, S, C), f"folder:{root}"
-        key = lambda: folder_key(root, files, labels, settings)  # noqa: E731 (stat()s only when caching)
+
+        def key() -> str:  # reads every file: only when caching
+            digests.extend(content_digests(files))
+            return folder_key(root, files, digests, labels, settings)
+
     else:
         from .hf import load_hf_table
 
@@ -221,6 +236,8 @@ def _open_image_source(
     flag = f"--dataset_name {args.dataset_name}" if args.dataset_name else f"--data_dir {args.data_dir}"
     cache = _open_or_build(args, items, name, flag, key(), labels, class_names, workers, print_fn, show_progress)
     source = ImageSource(name, cache.shape, cache.labels, cache.class_names, in_memory, why, cache=cache)
+    if digests:
+        source.file_digests = dict(zip(items.files, digests))
     if in_memory:
         source.images = cache.read_all()
     else:

@@ -7,14 +7,22 @@ gets the same values whether 1 or N processes train, and a resumed run draws exa
 uninterrupted one would have (there is no RNG state to save; per-rank draws would make a DDP run
 differ from one process, and ``skip_first_batches`` does not restore a consumed RNG stream).
 
-Seeds are ``(seed * 1_000_003 + t) * width + index``, with ``index`` the stream's position in the
-declaration (or the one a mapping ``{name: position}`` gives it) and ``width`` above every
-position: two streams of a recipe, or one stream at two steps, never share a seed, however many
-streams a recipe declares.
+Seeds of streams declared by name (a sequence): 63 bits of a hash of ``(seed, t, name)``, so a
+stream's seed depends on its name, not on its neighbours: two streams, one stream at two steps, or
+two ``RandomStreams`` objects with the same seed (a recipe's and a hook's, two tasks) draw
+different values (distinct seeds except for a 2**-63-scale hash collision), and appending a stream
+moves no other stream's seed.
+
+Seeds of streams given positions (a mapping ``{name: position}``): ``(seed * 1_000_003 + t) *
+width + position``, ``width`` above every position: the seeds of the built-in GAN and CycleGAN
+runs made before names counted, kept so that their recorded results still reproduce. Within one
+object no two streams share a seed; but another object giving the same position to another name
+draws the same values, so new tasks declare their streams by name.
 """
 
 from __future__ import annotations
 
+import hashlib
 from typing import Mapping, Sequence, Union
 
 import torch
@@ -22,18 +30,20 @@ import torch
 from ..errors import ConfigError
 
 MIN_WIDTH = 8  # the seeds of the first GAN recipes' five streams, kept so their numbers did not change
+SEED_BITS = 63  # torch seeds are 64-bit; 63 keeps every seed a non-negative int64 as well
 
 
 class RandomStreams:
     def __init__(
         self, names: Union[Sequence[str], Mapping[str, int]], seed: int, accelerator, batch_size: int
     ) -> None:
-        """``names``: the streams, in order; or ``{name: position}`` to keep the seeds of streams
-        that once had other neighbours."""
+        """``names``: the streams (seeded by name); or ``{name: position}`` to keep the positional
+        seeds of the built-in runs (see the module's docstring)."""
         index = dict(names) if isinstance(names, Mapping) else {name: i for i, name in enumerate(names)}
         if len(index) != len(names) or len(set(index.values())) != len(index) or min(index.values(), default=0) < 0:
             raise ConfigError(f"random streams: duplicate names or positions in {names}")
         self.index = index
+        self.by_name = not isinstance(names, Mapping)
         self.width = max(MIN_WIDTH, max(index.values(), default=0) + 1)
         self.seed = seed
         self.device = accelerator.device
@@ -45,6 +55,10 @@ class RandomStreams:
     def _seeded(self, name: str, counter: int) -> torch.Generator:
         if name not in self.index:
             raise ConfigError(f"random streams: no stream {name!r} (declared: {', '.join(self.index)})")
+        if self.by_name:
+            key = f"{self.seed}\0{counter}\0{name}".encode()
+            seed = int.from_bytes(hashlib.blake2b(key, digest_size=8).digest(), "little") >> (64 - SEED_BITS)
+            return self._generator.manual_seed(seed)
         return self._generator.manual_seed((self.seed * 1_000_003 + counter) * self.width + self.index[name])
 
     def _slice(self, x: torch.Tensor) -> torch.Tensor:

@@ -16,11 +16,12 @@ import torch
 
 from ..engine import UPDATE, Hook, State
 from ..loop.budget import TimeBudget, format_duration, parse_duration
+from ..loop.rundir import SCORE_FILE
 from ..loop.threads import ThreadProbe
 from .ada import AdaptiveAugment
 from .config import GANTrainArguments
 
-BEST_FILE = "score.json"  # in best_generator/: the metric, its value and the step it was reached at
+BEST_FILE = SCORE_FILE  # in best_generator/: the metric, its value and the step it was reached at
 GIF_NAME = "training.gif"
 # A budgeted run spends at most this share of its budget on evaluations: fewer of them when one
 # costs more (measured on the first).

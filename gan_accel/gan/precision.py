@@ -134,44 +134,48 @@ def probe(train, model, data) -> Verdict:
     return choose(fp32, bf16)
 
 
-def saved_precision(output_dir: Optional[str], spec: Optional[str]) -> Optional[str]:
+def saved_precision(output_dir: Optional[str], spec: Optional[str]) -> Tuple[Optional[str], bool]:
     """The ``mixed_precision`` of the checkpoint a resume would load (None: none to load, or
-    unreadable; the run's own checks say why later)."""
+    unreadable; the run's own checks say why later), and whether that run had a ``--time_budget``
+    (its precision may be the probe's choice). A path that is no checkpoint is refused here
+    (``UserError``), as the run would refuse it, and not after the seconds of a probe."""
     import json
     from pathlib import Path
 
-    from ..errors import UserError
     from ..loop.checkpoint import STATE_FILE, CheckpointManager
 
     if not spec or not output_dir:
-        return None
+        return None, False
+    path = CheckpointManager(None, Path(output_dir), 0).resolve(spec)
+    if path is None:
+        return None, False
     try:
-        path = CheckpointManager(None, Path(output_dir), 0).resolve(spec)
-        if path is None:
-            return None
         saved = json.loads((path / STATE_FILE).read_text()).get("config", {})
-    except (UserError, OSError, ValueError, AttributeError):
-        return None
-    value = saved.get("mixed_precision")
-    return value if isinstance(value, str) else None
+        value, budgeted = saved.get("mixed_precision"), saved.get("time_budget") is not None
+    except (OSError, ValueError, AttributeError):
+        return None, False
+    return (value if isinstance(value, str) else None), budgeted
 
 
 def resolve(configs: tuple, given: set, print_fn=print, probe_fn=probe) -> tuple:
     """``(data, model, train, evaluation, run)`` with the precision a budgeted CPU run measured
-    (:func:`should_probe`), or, on a budgeted run's resume without ``--mixed_precision``, the
-    checkpoint's. Runs without ``--time_budget`` are left as they are."""
+    (:func:`should_probe`), or, on a resume without ``--mixed_precision`` where this run or the
+    checkpoint's has a ``--time_budget``, the checkpoint's. Other runs are left as they are."""
     import os
 
     from ..loop.budget import parse_duration
 
     data, model, train, evaluation, run = configs
-    if "mixed_precision" in given or train.time_budget is None:
+    if "mixed_precision" in given:
         return configs
-    saved = saved_precision(run.output_dir, run.resume_from_checkpoint)
-    if saved is not None:
+    saved, budgeted = saved_precision(run.output_dir, run.resume_from_checkpoint)
+    if saved is not None and (train.time_budget is not None or budgeted):
         # The precision the run was probed to (or given) when it started: a resume keeps it
-        # (another one would be refused as a changed setting).
+        # (another one would be refused as a changed setting). Also without --time_budget: the
+        # user never chose that precision, so a refusal must not list it as their change.
         return (data, model, train, evaluation, dataclasses.replace(run, mixed_precision=saved))
+    if train.time_budget is None:
+        return configs
     if not train.measure_precision:
         return configs
     device = "cuda" if torch.cuda.is_available() and not run.cpu else "cpu"

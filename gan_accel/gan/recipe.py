@@ -19,11 +19,11 @@ from .ada import AdaptiveAugment
 from .augment import make_augment, parse_ada_transforms, parse_policy
 from .config import GANTrainArguments
 
-# The recipe's random streams, in this order: a stream's seed depends on its position (see
-# RandomStreams), and these positions are those of the first GAN runs ("labels" is reserved);
-# "ada" (adaptive augmentation's gates and parameters) came later, last, so no seed moved; then
-# "recon" (the quadrant each real image's reconstruction rebuilds, --arch fastgan).
-STREAMS = ("z", "labels", "gp_alpha", "augment", "ada", "recon")
+# The recipe's random streams by position: positional seeds (see RandomStreams) keep the draws of
+# the first GAN runs, so recorded results still reproduce ("labels" is reserved); "ada" (adaptive
+# augmentation's gates and parameters) came later, last, so no seed moved; then "recon" (the
+# quadrant each real image's reconstruction rebuilds, --arch fastgan).
+STREAMS = {"z": 0, "labels": 1, "gp_alpha": 2, "augment": 3, "ada": 4, "recon": 5}
 
 
 # A batch of the prepared loader -> (float images in [-1, 1] on the device, int64 labels or None).

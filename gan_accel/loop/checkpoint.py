@@ -64,10 +64,10 @@ class CheckpointManager:
             return self.latest()
         path = Path(spec)
         if not path.is_dir():
-            raise UserError(
-                f"--resume_from_checkpoint {spec}: no such folder; pass 'latest' or a checkpoint folder "
-                f"such as {self.root}/step_00000500"
-            )
+            latest = self.latest()
+            example = f"such as {latest}" if latest else f"named {self.root}/step_NNNNNNNN (the step, 8 digits)"
+            what = "is a file, not a checkpoint folder" if path.exists() else "no such folder"
+            raise UserError(f"--resume_from_checkpoint {spec}: {what}; pass 'latest' or a checkpoint folder {example}")
         if not (path / STATE_FILE).is_file():
             raise UserError(
                 f"--resume_from_checkpoint {spec}: not a complete gan_accel checkpoint (no {STATE_FILE}); "

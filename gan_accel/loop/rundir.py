@@ -8,6 +8,7 @@ notes); overwriting a run must not delete them. Only the names a task declares
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -109,17 +110,35 @@ def step_of(path: Path) -> Optional[int]:
     return int(match.group(1)) if match else None
 
 
+SCORE_FILE = "score.json"  # in an export (best_generator/): the step its weights were reached at
+
+
+def recorded_step(export: Path) -> Optional[int]:
+    """The step an export's ``score.json`` says its weights are from; None without one."""
+    try:
+        step = json.loads((export / SCORE_FILE).read_text()).get("step")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return step if isinstance(step, int) and not isinstance(step, bool) else None
+
+
 def abandoned_after(out: Path, step: int, since_ns: int, exports: Sequence[str]) -> List[Path]:
     """What a run wrote after the checkpoint at ``step`` (written at ``since_ns``): the later
     checkpoints and grids, by the step in their names, and the exports (``generator``,
-    ``best_generator``, ...) written after that checkpoint, by their modification time."""
+    ``best_generator``, ...) of later steps: by the step their ``score.json`` records, else by
+    their modification time. The recorded step decides where it exists: a best generator reached
+    at the checkpoint's own step is written just after that checkpoint, yet belongs to the branch
+    that is kept (and no later evaluation of it may beat and so rewrite it)."""
     later = []
     for folder in (out / "checkpoints", out / GRIDS):
         if folder.is_dir():
             later += sorted(p for p in folder.iterdir() if (step_of(p) or 0) > step)
     for name in exports:
         path = out / name
-        if path.exists() and path.stat().st_mtime_ns > since_ns:
+        if not path.exists():
+            continue
+        reached = recorded_step(path)
+        if reached > step if reached is not None else path.stat().st_mtime_ns > since_ns:
             later.append(path)
     return later
 
