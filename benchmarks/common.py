@@ -74,3 +74,48 @@ def summary(values: Sequence[float]) -> Dict[str, object]:
 def ratios(numerators: List[float], denominators: List[float]) -> List[float]:
     """Per-repetition ratios: each pair ran back to back, so machine noise mostly cancels."""
     return [a / b for a, b in zip(numerators, denominators)]
+
+
+class FrechetYardstick:
+    """A yardstick of the panel (benchmarks/panel.py) that compares images by the Fréchet distance
+    of their :meth:`features` against a fixed real reference, next to its real-vs-real floor.
+    Subclasses define ``name``, ``label`` and ``features``, then call :meth:`set_reference`."""
+
+    name = ""
+    label = ""
+    resamples = 20  # bootstrap resamples of the generated features behind the interval
+
+    def features(self, images: torch.Tensor) -> torch.Tensor:
+        raise NotImplementedError
+
+    def set_reference(self, reference: torch.Tensor, floor_images: torch.Tensor) -> None:
+        """``reference`` and ``floor_images``: two disjoint sets of real images of the same size."""
+        from gan_accel.metrics.bootstrap import mean_and_covariance
+
+        self.real_stats = mean_and_covariance(self.features(reference))
+        self.floor = self.distance(floor_images)["value"]
+
+    def distance(self, images: torch.Tensor, resamples: int = 0) -> Dict[str, object]:
+        """``{"value", "interval"}``: the distance and a bias-corrected bootstrap interval (None
+        without ``resamples``) from resampling the generated features, on its own seeded stream."""
+        import math
+
+        from gan_accel.metrics.bootstrap import bias_corrected_interval, frechet_distance
+
+        fake = self.features(images)
+        if not torch.isfinite(fake).all():  # FID's eigen-solver crashes on non-finite input
+            return {"value": float("nan"), "interval": None}
+        value = frechet_distance(self.real_stats, fake)
+        if not resamples:
+            return {"value": value, "interval": None}
+        gen = torch.Generator().manual_seed(0)
+        draws = [
+            frechet_distance(self.real_stats, fake[torch.randint(len(fake), (len(fake),), generator=gen)])
+            for _ in range(resamples)
+        ]
+        return {"value": value, "interval": bias_corrected_interval(draws, value, bounds=(0.0, math.inf))}
+
+    def score(self, images: torch.Tensor) -> Dict[str, object]:
+        """``images``: as many as the floor's sets (the like-for-like size)."""
+        out = self.distance(images, self.resamples)
+        return {**out, "floor": self.floor, "x_floor": out["value"] / self.floor}

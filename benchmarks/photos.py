@@ -101,10 +101,13 @@ def make_data(workdir: Path) -> Dict[str, Path]:
     }
 
 
-def make_region_crops(folder: Path, count: int, seed: int) -> None:
-    """``count`` crops (128 source px at 64 px, as make-photo-crops makes them), split evenly between
-    the photos, in one sub-folder per region: ``<photo>_r<row>c<col>``, the cell of a
-    ``REGIONS x REGIONS`` grid over the photo that holds the crop's centre."""
+def make_region_crops(
+    folder: Path, count: int, seed: int, photos: Optional[Dict[str, object]] = None, crop_size: int = 128
+) -> None:
+    """``count`` crops (``crop_size`` source px at 64 px, as make-photo-crops makes them), split evenly
+    between the photos, in one sub-folder per region: ``<photo>_r<row>c<col>``, the cell of a
+    ``REGIONS x REGIONS`` grid over the photo that holds the crop's centre. ``photos``: name -> PIL
+    image, the bundled photos when None (benchmarks/scans.py passes its own)."""
     if folder.is_dir():
         return
     import numpy as np
@@ -113,13 +116,13 @@ def make_region_crops(folder: Path, count: int, seed: int) -> None:
     from gan_accel.cli.make_photo_crops import bundled_photos, crop_boxes
 
     rng = np.random.default_rng(seed)
-    photos = bundled_photos()
+    photos = bundled_photos() if photos is None else photos
     partial = folder.with_name(folder.name + ".partial")
     shutil.rmtree(partial, ignore_errors=True)
     for name in sorted(photos):
         photo = photos[name]
         width, height = photo.size
-        for number, box in enumerate(crop_boxes(photo, count // len(photos), 128, rng)):
+        for number, box in enumerate(crop_boxes(photo, count // len(photos), crop_size, rng)):
             col = min(REGIONS - 1, int((box[0] + box[2]) / 2 / width * REGIONS))
             row = min(REGIONS - 1, int((box[1] + box[3]) / 2 / height * REGIONS))
             sub = partial / f"{name}_r{row}c{col}"
@@ -419,6 +422,28 @@ def calibration(data: Dict[str, Path], judge, photos) -> List[dict]:
     ]
 
 
+def region_judge(
+    folder: Path,
+    cache: Path,
+    channels: int = 3,
+    epochs: int = 10,
+    min_accuracy: float = 0.8,
+    num_images: int = JUDGE_IMAGES,
+):
+    """The 27-region judge of the region crops in ``folder`` (trained once, cached in ``cache/judge``);
+    the panel (benchmarks/panel.py) scores with the same one."""
+    from gan_accel.metrics import GANEvaluator
+    from gan_accel.metrics.domain import DomainTrainSettings
+
+    return GANEvaluator(
+        load_image_data("folder", str(folder), image_size=32, channels=channels),
+        num_images=num_images,
+        cache_dir=str(cache / "judge"),
+        classifier=DomainTrainSettings(epochs=epochs),
+        min_classifier_accuracy=min_accuracy,
+    )
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--workdir", required=True, help="Crops, runs and results.json go here.")
@@ -463,16 +488,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     prewarm(data, workdir, cache)
 
     from gan_accel.metrics import GANEvaluator
-    from gan_accel.metrics.domain import DomainTrainSettings
     from gan_accel.models import load_generator
 
-    judge = GANEvaluator(
-        load_image_data("folder", str(data["judge"]), image_size=32, channels=3),
-        num_images=JUDGE_IMAGES,
-        cache_dir=str(cache / "judge"),
-        classifier=DomainTrainSettings(epochs=10),
-        min_classifier_accuracy=0.8,
-    )
+    judge = region_judge(data["judge"], cache)
     photos = GANEvaluator(
         load_image_data("folder", str(data["heldout"]), image_size=32, channels=3),
         num_images=1000,

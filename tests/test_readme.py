@@ -170,7 +170,16 @@ SCRIPTS = (
     "compare_metrics",
     "make_photo_crops",
 )
-BENCHMARKS = ("bench", "bench_data", "bench_knobs", "bench_distill", "photos", "digits_judge")
+BENCHMARKS = (
+    "bench",
+    "bench_data",
+    "bench_knobs",
+    "bench_distill",
+    "photos",
+    "digits_judge",
+    "bench_panel",
+    "bench_along",
+)
 
 
 @functools.lru_cache(maxsize=None)  # one load of every script for all the documents

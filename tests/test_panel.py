@@ -1,0 +1,217 @@
+"""The panel of yardsticks (benchmarks/panel.py), its verdict rule, and scoring along a run, on tiny
+inputs: a few crops, networks trained for a few steps, a 6-step run."""
+
+from __future__ import annotations
+
+import statistics
+
+import pytest
+import torch
+import torchvision.transforms.functional as TF
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from benchmarks import bench_panel, panel_encoder
+from benchmarks.bench_along import along_table, score_along
+from benchmarks.common import reset_accelerate
+from benchmarks.digits_judge import shuffled_pixels
+from benchmarks.panel import YARDSTICKS, Panel, PanelSettings, load_crops
+from benchmarks.panel_encoder import EncoderSettings, SelfSupervised, image_hashes
+from benchmarks.panel_verdict import MIN_SEEDS, along_run_summary, cell, spread, table, verdict
+from helpers import load_script
+
+TINY = PanelSettings(
+    train_crops=30,
+    heldout_crops=80,
+    judge_crops=270,
+    num_images=80,
+    encoder_crops=160,
+    judge_epochs=3,
+    judge_min_accuracy=0.0,
+    judge_images=80,
+    encoder=EncoderSettings(steps=30, batch_size=32, width=8),
+)
+
+
+@pytest.fixture(scope="module")
+def tiny_panel(tmp_path_factory):
+    workdir = tmp_path_factory.mktemp("panel")
+    return Panel(workdir, "photos", TINY), workdir
+
+
+def test_each_yardstick_ranks_real_near_its_floor_below_blurred_below_shuffled_and_noise(tiny_panel):
+    panel, _ = tiny_panel
+    real = load_crops(panel.data["heldout"], 3)[: TINY.num_images]  # crops no yardstick was built with
+    rows = {
+        "real": panel.score_images(real),
+        "blurred": panel.score_images(TF.gaussian_blur(real, 9, 2.0)),
+        "shuffled": panel.score_images(shuffled_pixels(real)),
+        "noise": panel.score_images(torch.rand_like(real) * 2 - 1),
+    }
+    for name in YARDSTICKS:
+        x = {row: scores[name]["x_floor"] for row, scores in rows.items()}
+        assert x["real"] < 2.0, (name, x)
+        assert x["real"] < x["blurred"] < x["shuffled"], (name, x)
+        assert x["blurred"] < x["noise"], (name, x)
+    # the floor's own images score 1x on the yardsticks measured against the panel's reference
+    floor = panel.score_images(panel.floor_images)
+    assert floor["colour_texture"]["x_floor"] == pytest.approx(1.0)
+    assert floor["ssl_encoder"]["x_floor"] == pytest.approx(1.0)
+    low, high = rows["real"]["colour_texture"]["interval"]
+    assert low <= rows["real"]["colour_texture"]["value"] <= high
+
+
+def test_the_encoder_never_trains_on_the_images_its_floor_is_measured_with(tiny_panel, tmp_path):
+    panel, _ = tiny_panel
+    trained_on = image_hashes(load_crops(panel.data["encoder"], 3))
+    assert not trained_on & (image_hashes(panel.reference) | image_hashes(panel.floor_images))
+    with pytest.raises(ValueError, match="floor"):
+        mixed = torch.cat([load_crops(panel.data["encoder"], 3), panel.floor_images[:5]])
+        SelfSupervised(mixed, panel.reference, panel.floor_images, tmp_path, TINY.encoder)
+
+
+def test_a_second_panel_reads_its_judges_back_from_the_cache_and_gives_the_same_figures(tiny_panel, monkeypatch):
+    panel, workdir = tiny_panel
+
+    def no_training(*args, **kwargs):
+        raise AssertionError("trained again instead of reading the cache")
+
+    images = shuffled_pixels(panel.floor_images)
+    before = panel.score_images(images)
+    monkeypatch.setattr(panel_encoder, "train_encoder", no_training)
+    monkeypatch.setattr("gan_accel.metrics.domain.train_domain_classifier", no_training)
+    again = Panel(workdir, "photos", TINY)
+    after = again.score_images(images)
+    for name in YARDSTICKS:
+        assert after[name]["value"] == pytest.approx(before[name]["value"], rel=1e-9)
+        assert after[name]["floor"] == pytest.approx(before[name]["floor"], rel=1e-9)
+
+
+def test_along_the_run_scores_every_kept_checkpoint_and_the_last_matches_the_export(tiny_panel, capsys):
+    panel, workdir = tiny_panel
+    run = workdir / "run"
+    reset_accelerate()
+    load_script("train_gan").main(
+        ["--dataset", "folder", "--data_dir", str(panel.data["train"]), "--output_dir", str(run)]
+        + ["--image_size", "16", "--z_dim", "8", "--g_channels", "8", "--d_channels", "8", "--batch_size", "16"]
+        + ["--max_steps", "6", "--checkpointing_steps", "2", "--checkpoints_total_limit", "10", "--log_every", "1"]
+    )
+    capsys.readouterr()
+    result = score_along(panel, run)
+    points = [row["point"] for row in result["rows"]]
+    assert points == ["step_00000002", "step_00000004", "step_00000006", "generator"]
+    assert [row["step"] for row in result["rows"]] == [2, 4, 6, 6]
+    assert all(row["minutes"] is not None for row in result["rows"])
+    # the last checkpoint's EMA, BatchNorm recalibrated, is the generator the run exported
+    for name in YARDSTICKS:
+        assert result["rows"][2]["panel"][name]["value"] == pytest.approx(result["rows"][3]["panel"][name]["value"])
+    text = along_table(result)
+    assert text.count("\n| step_") == 3 and len(result["summary"]) == len(YARDSTICKS)
+
+
+# ---- the verdict rule -----------------------------------------------------------------------
+def records_of(setting, values_by_seed):
+    return [
+        {
+            "setting": setting,
+            "seed": seed,
+            "updates": 100,
+            "panel": {n: {"x_floor": v} for n, v in zip(YARDSTICKS, vs)},
+        }
+        for seed, vs in values_by_seed.items()
+    ]
+
+
+figures = st.floats(min_value=0.5, max_value=50.0, allow_nan=False)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 5).flatmap(lambda n: st.tuples(*[st.lists(figures, min_size=n, max_size=n)] * 6)))
+def test_a_lever_is_adopted_only_when_every_yardstick_prefers_it_over_3_seeds_or_more(columns):
+    base_cols, cand_cols = columns[:3], columns[3:]
+    seeds = range(len(base_cols[0]))
+    records = records_of("base", {s: [c[s] for c in base_cols] for s in seeds})
+    records += records_of("lever", {s: [c[s] for c in cand_cols] for s in seeds})
+    v = verdict(records, "base", "lever")
+    every = all(statistics.median(c) < statistics.median(b) for b, c in zip(base_cols, cand_cols))
+    assert v["adopted"] == (every and len(seeds) >= MIN_SEEDS)
+    assert v["seeds"] == list(seeds)
+    for name, b, c in zip(YARDSTICKS, base_cols, cand_cols):
+        assert v["medians"][name] == [statistics.median(b), statistics.median(c)]
+
+
+def test_seeds_that_only_one_setting_ran_do_not_count():
+    records = records_of("base", {0: [2, 2, 2], 1: [2, 2, 2], 2: [2, 2, 2]})
+    records += records_of("lever", {0: [1, 1, 1], 1: [1, 1, 1], 7: [1, 1, 1]})
+    v = verdict(records, "base", "lever")
+    assert v["seeds"] == [0, 1] and not v["adopted"] and "2 seed(s)" in v["reason"]
+
+
+def test_one_yardstick_against_is_enough_to_keep_the_baseline():
+    records = records_of("base", {s: [2, 2, 2] for s in range(3)})
+    records += records_of("lever", {s: [1, 1, 2.1] for s in range(3)})
+    v = verdict(records, "base", "lever")
+    assert not v["adopted"] and v["reason"] == "not preferred by ssl_encoder"
+
+
+def test_the_table_shows_each_seed_the_median_and_the_spread():
+    records = records_of("base", {1: [3.0, 1, 1], 0: [2.0, 1, 1], 2: [6.0, 1, 1]})
+    assert spread([2.0, 3.0, 6.0]) == 3.0
+    assert cell([2.0, 3.0, 6.0]) == "3.00 (2.00, 3.00, 6.00) 3.00x"
+    row = [line for line in table(records, ["base"]).splitlines() if line.startswith("| base")][0]
+    assert row.split(" | ")[1:3] == ["0, 1, 2", "3.00 (2.00, 3.00, 6.00) 3.00x"]
+
+
+def test_along_run_summary_says_where_quality_peaks_and_where_the_kept_generator_sits():
+    points = [{"step": s, "scores": {n: v for n in YARDSTICKS}} for s, v in ((500, 3.0), (1000, 2.0), (1500, 2.6))]
+    lines = along_run_summary(points, best_step=1500)
+    assert len(lines) == len(YARDSTICKS)
+    assert "peaks at step 1,000 (2.00x) then falls to 2.60x at step 1,500" in lines[0]
+    assert "best_generator/ holds step 1,500 (2.60x there), +500 steps from the peak" in lines[0]
+    flat_points = [{"step": s, "scores": {n: 2.0 for n in YARDSTICKS}} for s in (500, 1000)]
+    assert "within 10%" in along_run_summary(flat_points, None)[0]
+
+
+# ---- the side-by-side command's parts -------------------------------------------------------
+def test_a_setting_takes_environment_variables_before_its_flags():
+    s = bench_panel.parse_setting("one=OMP_NUM_THREADS=1 --ema_decay 0.9995")
+    assert (s.name, s.env, s.flags) == ("one", {"OMP_NUM_THREADS": "1"}, ["--ema_decay", "0.9995"])
+    assert bench_panel.parse_setting("today=").flags == []
+    with pytest.raises(ValueError, match="NAME=FLAGS"):
+        bench_panel.parse_setting("--ema_decay 0.9")
+    assert bench_panel.run_env(s, "pairs")["OMP_NUM_THREADS"] == "1"
+
+
+def test_pairs_start_two_settings_of_one_seed_together_and_alternate_reverses_the_order():
+    a, b = bench_panel.parse_setting("a="), bench_panel.parse_setting("b=")
+    pairs = bench_panel.schedule([a, b], [0, 1, 2], "pairs")
+    assert [[(s.name, seed) for s, seed in group] for group in pairs] == [
+        [("a", 0), ("b", 0)],
+        [("a", 1), ("b", 1)],
+        [("a", 2), ("b", 2)],
+    ]
+    alternate = bench_panel.schedule([a, b], [0, 1], "alternate")
+    assert [(g[0][0].name, g[0][1]) for g in alternate] == [("a", 0), ("b", 0), ("b", 1), ("a", 1)]
+
+
+def test_the_grids_are_saved_side_by_side(tmp_path):
+    from PIL import Image
+
+    grid = tmp_path / "g.png"
+    Image.new("RGB", (40, 40), "red").save(grid)
+    cells = {("a", 0): grid, ("a", 1): grid, ("b", 0): grid, ("b", 1): None}
+    path = bench_panel.save_grids(cells, ["a", "b"], [0, 1], tmp_path / "sheet.png")
+    with Image.open(path) as sheet:
+        assert sheet.size == (2 * 48, 2 * (40 + 16 + 8))
+        assert sheet.getpixel((48 + 20, 16 + 20))[:3] == (255, 0, 0)  # a, seed 1
+        assert sheet.getpixel((48 + 20, 64 + 16 + 20))[:3] == (255, 255, 255)  # b, seed 1: no grid
+
+
+def test_the_second_folder_is_two_grey_scans_cut_into_train_and_heldout(tmp_path):
+    from benchmarks.scans import make_scan_crops, scan_images
+
+    scans = scan_images()
+    assert sorted(scans) == ["mri", "terrain"] and all(im.mode == "L" for im in scans.values())
+    out = make_scan_crops(tmp_path / "scans", num_crops=4, num_heldout=2)
+    assert sorted(p.name for p in (out / "train").iterdir()) == ["mri", "terrain"]
+    assert len(list((out / "heldout").rglob("*.png"))) == 2
