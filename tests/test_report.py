@@ -165,7 +165,17 @@ def test_cyclegan_report(tmp_path):
     data = make_domains(tmp_path / "data")
     out = tmp_path / "cyc"
     reset_accelerate()
-    argv = [*TINY_CYCLEGAN, "--dataset", "folder", "--data_dir", str(data), "--output_dir", str(out), "--max_steps", "2"]
+    argv = [
+        *TINY_CYCLEGAN,
+        "--dataset",
+        "folder",
+        "--data_dir",
+        str(data),
+        "--output_dir",
+        str(out),
+        "--max_steps",
+        "2",
+    ]
     assert load_script("train_cyclegan").main(argv) == 0
     text = assert_self_contained(out)
     assert "gan-accel translate --generator" in text and "Translations" in text
@@ -190,7 +200,9 @@ def test_classifier_report(classifier_setup):
 
 def test_distill_report(classifier_setup):
     out = distill_in_process(
-        distill_argv(classifier_setup, classifier_setup["folder"] / "student", "--max_steps", "2")
+        distill_argv(
+            classifier_setup, classifier_setup["folder"] / "student", "--student_from_teacher", "--max_steps", "2"
+        )
     )
     text = assert_self_contained(Path(out))
     assert "teacher" in text and "Confusion matrix" in text

@@ -37,7 +37,8 @@ h1{font-size:1.5em}h2{font-size:1.2em;border-bottom:1px solid #ccc;margin-top:1.
 table{border-collapse:collapse;font-size:.9em}td,th{border:1px solid #ddd;padding:.2em .5em;text-align:right}
 th{background:#f4f4f4}td.k,th.k{text-align:left}pre{background:#f6f6f6;padding:.6em;overflow-x:auto;white-space:pre-wrap}
 img{max-width:100%;image-rendering:pixelated;border:1px solid #ddd}.plots img{width:560px}
-.note{color:#555;font-size:.9em}figure{display:inline-block;margin:.4em}
+.note{color:#555;font-size:.9em}figure{display:inline-block;margin:.4em;vertical-align:top}
+.samples img{min-width:320px}.wide{overflow-x:auto}
 """
 
 
@@ -193,7 +194,7 @@ def evaluation_section(folder: Path) -> Optional[Section]:
         "a <i>_floor</i> column is the value real images score against real images (the best a generator "
         "can reach at this sample size).</p>"
     )
-    return "Evaluations", note + table(header, rows)
+    return "Evaluations", note + f"<div class=wide>{table(header, rows)}</div>"
 
 
 def results_section(folder: Path) -> Optional[Section]:

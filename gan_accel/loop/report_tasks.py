@@ -35,7 +35,7 @@ def gan_samples(folder: Path) -> Optional[Section]:
     grid = latest_grid(folder)
     if grid is not None:
         parts.append(image(folder, grid, f"the latest grid, samples/{grid.name}"))
-    return ("Samples", "".join(parts)) if parts else None
+    return ("Samples", f"<div class=samples>{''.join(parts)}</div>") if parts else None
 
 
 def gan_kept(folder: Path) -> Optional[Section]:
