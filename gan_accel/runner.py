@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import time
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -42,6 +43,7 @@ from .data.paths import check_folders, declare_run_outputs
 from .errors import TaskMethodError, UserError, cli_entry
 from .loop.accel import print_and_save_config
 from .loop.atomic import write_json_durable
+from .loop.report import ReportInputs, command_line
 from .loop.rundir import GRIDS, RUN_OUTPUTS  # written by every run; a task's own outputs are added to them
 
 OUTPUT_KINDS = ("export", "cache", "record")
@@ -90,6 +92,8 @@ class Task:
     configs: ClassVar[Dict[str, type]] = {}  # attribute -> config dataclass, in CLI order
     outputs: ClassVar[Tuple[Output, ...]] = ()
     unit: ClassVar[str] = "sample"  # what the progress bar counts
+    command: ClassVar[str] = ""  # its gan-accel sub-command (report.html shows the command line)
+    argv: Optional[List[str]] = None  # the flags main() was given (None: started from Python)
     desc: ClassVar[str] = "train"
 
     def __init_subclass__(cls, **kwargs) -> None:
@@ -180,7 +184,7 @@ class Task:
     def start(self) -> None:
         from accelerate.utils import set_seed
 
-        from .engine import Engine, Hook
+        from .engine import AFTER_CHECKPOINT, Engine, Hook
         from .loop import TrainingRun, build_accelerator
 
         # A run folder inside a data folder would become training data; data inside samples/ or
@@ -206,6 +210,7 @@ class Task:
             data_fingerprint=self.call("data_fingerprint"),
             exports=[o.name for o in self.outputs if o.kind == "export" and o.name != GRIDS],
         )
+        self.run.report_inputs = self.report_inputs()
         try:
             self._outputs_before = _stat_outputs(self.run.output_dir, self.outputs)
             set_seed(self.run_args.seed)  # weight init
@@ -220,6 +225,8 @@ class Task:
                 desc=self.desc,
             )
             self.engine.add(*self.call("hooks"))
+            # After the task's hooks, so that a step's grid exists when its evaluation is shown.
+            self.engine.add(Hook(self.run.report_after_evaluation, every=1, at_end=False, when=AFTER_CHECKPOINT))
             if self.on_update is not None:
                 self.engine.add(Hook(lambda: self.on_update(self.run.state), every=1))
             self.engine.resume()
@@ -227,6 +234,13 @@ class Task:
             self.run.discard()  # the corrected command must find the folder as this one did
             raise
         self._windows_at_start = self.run.state.windows
+
+    def report_inputs(self) -> ReportInputs:
+        """How the run was started, for its report.html: the command line, and the settings a
+        config chose with their reasons (its ``preset_lines``)."""
+        notes = tuple(line.strip() for config in self.config_values() for line in getattr(config, "preset_lines", ()))
+        command = command_line(self.command, self.argv) if self.argv is not None else ""
+        return ReportInputs(command, notes)
 
     def call(self, method: str):
         """One of the task's own methods: an exception that is not a :class:`UserError` is a bug in
@@ -313,6 +327,7 @@ class Task:
         128 + the signal's number when a signal stopped the run (``gan_accel.loop.signals``)."""
         configs = parse_config(cls.config_types(), argv, description=description or cls.__doc__ or "")
         task = cls(*cls.resolve_settings(configs, argv), start=False)
+        task.argv = list(sys.argv[1:] if argv is None else argv)
         if task.run_args.dry_run:
             print_and_save_config(None, config_to_dict(*task.config_values()), None)
             return 0

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import Dict
+from typing import Dict, List
 
 import torch
 import torch.nn.functional as F
@@ -56,6 +56,12 @@ def scores_of(preds: torch.Tensor, labels: torch.Tensor, losses: torch.Tensor, n
         "eval/loss": float(losses.mean()),
         "eval/samples": float(labels.numel()),
     }
+
+
+def confusion_matrix(preds: torch.Tensor, labels: torch.Tensor, num_labels: int) -> List[List[int]]:
+    """``[true][predicted]`` counts over the validation set (eval_results.json, report.html)."""
+    flat = labels.long() * num_labels + preds.long()
+    return torch.bincount(flat, minlength=num_labels * num_labels).view(num_labels, num_labels).tolist()
 
 
 def best_model_keeper(
@@ -108,6 +114,7 @@ def write_eval_results(trainer, out: Path) -> dict:
         "num_eval_examples": len(trainer.data.validation),
         "final_lr": trainer.engine.schedulers["model"].get_last_lr()[0],
         "steps": trainer.run.state.step,
+        "confusion": getattr(trainer, "last_confusion", None),  # [true][predicted], the final evaluation
     }
     (out / "eval_results.json").write_text(json.dumps(results, indent=2) + "\n")
     return results

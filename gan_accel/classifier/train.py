@@ -19,7 +19,7 @@ from ..loop.guard import NonFiniteError
 from ..runner import Output, Plan, Task
 from .config import ClassifierDataArguments, ClassifierModelArguments, ClassifierTrainArguments
 from .data import build_dataloaders, encode_data, read_labelled_rows
-from .evaluate import best_model_keeper, evaluate, write_eval_results
+from .evaluate import best_model_keeper, confusion_matrix, gather_predictions, scores_of, write_eval_results
 from .model import check_max_length, load_config, load_model, load_tokenizer, schedule_length
 from .recipe import ClassifierRecipe, schedule_state
 
@@ -28,6 +28,7 @@ MODEL_CHECK = "save_pretrained folder, swapped into place when complete; finite 
 
 class ClassifierTrainer(Task):
     project = "classifier"
+    command = "train-classifier"
     desc = "fine-tune"
     configs = {
         "data_args": ClassifierDataArguments,
@@ -131,8 +132,10 @@ class ClassifierTrainer(Task):
         self.sync_replicas()
         state = self.run.state
         model = self.engine.nets.model
-        metrics = evaluate(self.accelerator, model, self.engine.eval_loaders[0], len(self.data.label_names))
+        preds, labels, losses = gather_predictions(self.accelerator, model, self.engine.eval_loaders[0])
+        metrics = scores_of(preds, labels, losses, len(self.data.label_names))
         self.last_eval = metrics
+        self.last_confusion = confusion_matrix(preds, labels, len(self.data.label_names))  # for eval_results.json
         self.last_eval_step = state.step
         kept = self.keeper.update(metrics)
         self.run.logger.write(state.step, metrics)

@@ -32,6 +32,7 @@ TRANSLATOR_CHECK = "models.export: config (arch, direction), finite weights"
 
 class CycleGANTrainer(Task):
     project = "cyclegan"
+    command = "train-cyclegan"
     unit = "pair"
     desc = "cyclegan"
     configs = {

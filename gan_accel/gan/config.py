@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import ClassVar, Optional
+from typing import ClassVar, Optional, Tuple
 
 from ..config import FREE, WARN, check_choice, check_positive, choice
 from ..data import DATASETS
@@ -340,6 +340,9 @@ class GANTrainArguments:
             "choices": list(PRESETS),
         },
     )
+
+    # Set by --preset auto: its choices with their reasons, as printed (the run's report.html shows them).
+    preset_lines: ClassVar[Tuple[str, ...]] = ()
 
     def __post_init__(self) -> None:
         check_choice("loss", self.loss, LOSSES)

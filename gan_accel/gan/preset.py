@@ -445,22 +445,23 @@ def resolve(configs: Tuple, argv: Optional[Sequence[str]], print_fn=print) -> Tu
     data, model, train, evaluation, run = configs
     asked = explicit & {"num_evaluations", "eval_every"}
     evaluation.chosen_by_preset = bool(evaluation.num_evaluations) and not asked
-    configs = (data, model, dataclasses.replace(train, preset="auto"), evaluation, run)  # config.json says so
-    if first:
-        described = ", ".join(
-            filter(
-                None,
-                [
-                    f"{facts.num_images} images" if facts.num_images is not None else "an unknown number of images",
-                    f"{facts.native_size} px" if facts.native_size else None,
-                    None if facts.colour is None else ("colour" if facts.colour else "grey"),
-                    "labelled" if facts.labelled else "unlabelled",
-                    device,
-                    f"budget {format_duration(budget_s)}" if budget_s else "no --time_budget",
-                ],
-            )
+    train = dataclasses.replace(train, preset="auto")  # config.json says so
+    configs = (data, model, train, evaluation, run)
+    described = ", ".join(
+        filter(
+            None,
+            [
+                f"{facts.num_images} images" if facts.num_images is not None else "an unknown number of images",
+                f"{facts.native_size} px" if facts.native_size else None,
+                None if facts.colour is None else ("colour" if facts.colour else "grey"),
+                "labelled" if facts.labelled else "unlabelled",
+                device,
+                f"budget {format_duration(budget_s)}" if budget_s else "no --time_budget",
+            ],
         )
-        print_fn(f"--preset auto ({described}); any flag you pass wins:")
-        for line in lines:
+    )
+    train.preset_lines = (f"--preset auto ({described}); any flag you pass wins:", *lines)
+    if first:
+        for line in train.preset_lines:
             print_fn(line)
     return configs

@@ -30,6 +30,7 @@ from .speed import compile_in_place, to_channels_last
 
 class GANTrainer(Task):
     project = "gan"
+    command = "train-gan"
     unit = "img"
     desc = "gan"
     configs = {

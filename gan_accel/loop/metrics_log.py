@@ -76,6 +76,7 @@ class MetricsLogger:
             tqdm_disabled_by_env() or not _is_terminal(sys.stderr)
         )
         self.write_failed = False
+        self.evaluations = 0  # lines with eval/ metrics written: the run's page is refreshed after each
 
     def accumulate(self, metrics: Dict[str, Number], samples: int = 0) -> None:
         """Add one micro-step's metrics (device tensors stay on the device) and its sample count."""
@@ -122,6 +123,7 @@ class MetricsLogger:
         # Non-finite values as null: "nan" strings would make every reader special-case them.
         record = {"step": step, **{k: (v if math.isfinite(v) else None) for k, v in values.items()}}
         record[TIME_KEY] = round(time.perf_counter() - self._run_start, 3)
+        self.evaluations += any(k.startswith("eval/") for k in values)
         warnings = self.explosions.check(values)
         if warnings:
             record["warning/loss_explosion"] = "; ".join(w for w, _ in warnings)

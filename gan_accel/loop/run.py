@@ -39,6 +39,7 @@ from .guard import NonFiniteGuard
 from .lock import RunLock
 from .metrics_log import METRICS_FILE, MetricsLogger, drop_lines_after
 from .plots import metrics_version, plot_run_safely
+from .report import ReportInputs, write_report_safely
 from .rundir import (
     DROPPED,
     RUN_OUTPUTS,
@@ -125,6 +126,8 @@ class TrainingRun:
         self.stopped_by_signal = False
         self._last_plot = -math.inf
         self._plotted_version = None  # metrics.jsonl's (size, mtime) when last drawn
+        self.report_inputs = ReportInputs()  # the command line, set by the runner
+        self._reported_evaluations = 0
 
     def _start_writing(self) -> None:
         """What a start writes in the locked run folder before its first update."""
@@ -295,6 +298,21 @@ class TrainingRun:
         self._last_plot = now
         self._plotted_version = version
         plot_run_safely(self.output_dir, warn=self.print)
+        self.write_report()  # a new metric brings a new plot for the page
+
+    def write_report(self) -> None:
+        """Rewrite ``OUTPUT_DIR/report.html`` (main process; never fails the run)."""
+        if self.accelerator.is_main_process and not self.discarded:
+            write_report_safely(self.output_dir, self.project, self.report_inputs, warn=self.print)
+
+    def report_after_evaluation(self) -> None:
+        """Called after every step's grids: the page (and, at most once a minute, the plots) is
+        refreshed when an evaluation was logged since the last time."""
+        evaluations = self.logger.evaluations if self.logger is not None else 0
+        if evaluations != self._reported_evaluations:
+            self._reported_evaluations = evaluations
+            self.plot(at_checkpoint=True)
+            self.write_report()
 
     # ---- cadence -------------------------------------------------------------------------
     def due(self, every: int) -> bool:
@@ -334,6 +352,7 @@ class TrainingRun:
             self.logger.close()
         if not self.discarded:
             self.plot()
+            self.write_report()  # the exports (final grid, animation, results) came after the last plot
         self.accelerator.wait_for_everyone()
         self.accelerator.end_training()
         self.lock.release()

@@ -18,7 +18,7 @@ from typing import FrozenSet, List, Optional, Sequence, Tuple
 
 # What every run writes at the top of OUTPUT_DIR (the lock file is not here: the run that
 # overwrites holds it); a hand-written TrainingRun that declares nothing clears these.
-RUN_OUTPUTS = ("config.json", "metrics.jsonl", "checkpoints", "logs", "plots")
+RUN_OUTPUTS = ("config.json", "metrics.jsonl", "checkpoints", "logs", "plots", "report.html")
 
 
 def clear_run_outputs(out: Path, outputs: Sequence[str] = RUN_OUTPUTS) -> Tuple[List[str], List[str]]:

@@ -10,7 +10,7 @@ from typing import Dict
 
 from ...engine import BestKeeper
 from ...loop.guard import all_finite
-from ..evaluate import export_best, gather_predictions, scores_of
+from ..evaluate import confusion_matrix, export_best, gather_predictions, scores_of
 from .student import parameter_count
 
 
@@ -46,6 +46,7 @@ class DistillEvaluator:
         step = self.run.state.step
         self.last = metrics
         self.last_step = step
+        self.last_confusion = confusion_matrix(preds, labels, self.num_labels)
         kept = self.keep(metrics)
         self.engine.logger.write(step, metrics)
         self.run.print(
@@ -83,6 +84,7 @@ class DistillEvaluator:
                 "teacher": parameter_count(self.engine.module("teacher")),
             },
             "steps": self.run.state.step,
+            "confusion": getattr(self, "last_confusion", None),  # the student's [true][predicted], final evaluation
             "final_lr": self.engine.schedulers["student"].get_last_lr()[0],
             **extra,
         }

@@ -22,6 +22,7 @@ class DistillTrainer(ClassifierTrainer):
     """The classifier's data, batching and schedule checks; its own networks, recipe and evaluation."""
 
     project = "distill"
+    command = "distill-classifier"
     desc = "distil"
     configs = {
         "data_args": ClassifierDataArguments,
@@ -91,7 +92,7 @@ class DistillTrainer(ClassifierTrainer):
 
     def hooks(self) -> list:
         args = self.distill_args
-        self.record = {"cache_teacher_logits": args.cache_teacher_logits}
+        self.record = {"cache_teacher_logits": args.cache_teacher_logits, "label_names": self.data.label_names}
         if args.cache_teacher_logits and args.alpha_kd > 0:
             settings = {
                 "max_length": self.data_args.max_length,
