@@ -153,3 +153,40 @@ def test_two_processes_train_fastgan_with_the_r1_penalty(tmp_path):
     )
     r1 = [r["reg/r1"] for r in read_jsonl(tmp_path / "o" / "metrics.jsonl") if "reg/r1" in r]
     assert len(r1) == 3 and all(math.isfinite(v) and v > 0 for v in r1)
+
+
+def test_the_same_global_batch_resumes_on_another_process_count(tmp_path, capsys):
+    """2 x 16 resumed as 1 x 32, and 1 x 32 as 2 x 16, from the step-3 checkpoint: the learning
+    rates of every update (a warm-up into a linear decay, across the resume) and the weights at
+    step 6 are the straight run's. Another global batch is a batch change, said in its terms."""
+    common = [*EXACT, "--warmup_steps", "4", "--max_steps", "6", "--checkpointing_steps", "3"]
+    two, one = tmp_path / "two", tmp_path / "one"
+    torchrun([*common, "--output_dir", str(two), "--batch_size", "16"])
+    assert train_gan([*common, "--output_dir", str(one), "--batch_size", "32"]) == 0
+    for straight in (two, one):
+        shutil.copytree(straight, tmp_path / f"{straight.name}_split")
+        shutil.rmtree(tmp_path / f"{straight.name}_split" / "checkpoints" / "step_00000006")
+    resume = ["--resume_from_checkpoint", "latest"]
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as info:  # half the global batch: refused, nothing trained
+        train_gan([*common, "--output_dir", str(tmp_path / "two_split"), "--batch_size", "16", *resume])
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert "--batch_size 16 per process x 2 processes (global batch 32) -> 16 x 1 process (global batch 16" in err
+    assert "--batch_size 32 for the same one" in err
+    assert train_gan([*common, "--output_dir", str(tmp_path / "two_split"), "--batch_size", "32", *resume]) == 0
+    assert "on the same global batch" in capsys.readouterr().out
+    torchrun([*common, "--output_dir", str(tmp_path / "one_split"), "--batch_size", "16", *resume])
+    for straight in (two, one):
+        split = tmp_path / f"{straight.name}_split"
+
+        def rates(run):
+            return [(r["step"], r["lr/G"], r["lr/D"]) for r in read_jsonl(run / "metrics.jsonl")]
+
+        assert [s for s, *_ in rates(split)] == list(range(1, 7))
+        assert sum(rates(split), ()) == pytest.approx(sum(rates(straight), ()), rel=1e-9)
+        a = tensors_of(straight / "checkpoints" / "step_00000006")
+        b = tensors_of(split / "checkpoints" / "step_00000006")
+        assert a.keys() == b.keys()
+        worst = max((a[k].double() - b[k].double()).abs().max().item() for k in a if a[k].is_floating_point())
+        assert worst < 1e-5, (straight.name, worst)

@@ -108,6 +108,19 @@ def test_two_processes_resume_exactly(tmp_path):
     assert (tmp_path / "split" / "generator.pt").is_file()
 
 
+def test_one_process_resumes_two_on_the_same_global_batch(tmp_path, capsys):
+    """2 x 8 resumed by 1 process: --batch_size 16 (the same global batch) continues, in one line
+    that says so; --batch_size 8 (half of it) is a batch change, refused in global-batch terms."""
+    flags = [*FLAGS, "--batch_size", "8", "--checkpointing_steps", "3"]
+    torchrun("--output_dir", str(tmp_path / "run"), *flags, "--max_steps", "3")
+    resume = ["--output_dir", str(tmp_path / "run"), *FLAGS, "--resume_from_checkpoint", "latest"]
+    line = one_line_error(example()["main"], [*resume, "--batch_size", "8"], capsys)
+    assert "(global batch 16) -> 8 x 1 process (global batch 8, or --batch_size 16 for the same one)" in line
+    assert example()["main"]([*resume, "--batch_size", "16"]) == 0
+    assert "on the same global batch" in capsys.readouterr().out
+    assert [r["step"] for r in read_jsonl(tmp_path / "run" / "metrics.jsonl")] == list(range(1, 7))
+
+
 @pytest.mark.parametrize(
     "flags,match",
     [

@@ -118,7 +118,8 @@ class RunExtras:
         if self.budget is not None and self.budget.threads is not None and self.engine.logger is not None:
             # The count in use, as a metric: a slow stretch in the plots shows its cause.
             self.engine.logger.accumulate({"sys/threads": torch.get_num_threads()})
-        if self.budget is not None and step % self.check_every == 0:
+        # Also at the planned length, on every rank alike: with time left the run plans on.
+        if self.budget is not None and (step % self.check_every == 0 or step >= self.engine.max_steps):
             planned = self.budget.check(step)
             if planned is not None:
                 self.set_length(planned)
@@ -143,11 +144,17 @@ class RunExtras:
             )
 
     def end_if_spent(self) -> None:
-        """Before training: a resumed run whose budget is spent trains nothing. Its first plan would
+        """Before training: a resumed run whose budget is spent trains nothing, and one that had
+        reached its planned length with time left plans its new length at once. Its first plan would
         only come after 2% of the budget, and the steps until then would overrun it and replace the
         exports. (A fresh run whose start-up alone took the budget still trains to its first plan.)"""
         budget, step = self.budget, self.run.state.step
-        if budget is None or step == 0 or not budget.spent(step):
+        if budget is None or step == 0:
+            return
+        if not budget.spent(step):
+            planned = budget.resume_plan(step)  # it had reached its plan with time left: it trains on
+            if planned is not None:
+                self.set_length(planned)
             return
         self.run.print(
             f"--time_budget {format_duration(budget.budget_s)}: {format_duration(budget.elapsed())} already spent "

@@ -40,7 +40,14 @@ def reapply(accelerator, saved: Tuple[list, list]) -> None:
         if not fresh or not hasattr(raw, "lr_lambdas"):
             continue
         raw.base_lrs = list(fresh)
-        lrs: List[float] = [base * fn(raw.last_epoch) for fn, base in zip(raw.lr_lambdas, raw.base_lrs)]
-        for group, lr in zip(raw.optimizer.param_groups, lrs):
-            group["lr"] = lr
-        raw._last_lr = lrs
+        recompute_rates(raw)
+
+
+def recompute_rates(raw) -> None:
+    """A lambda scheduler's current rates from its base rates at its position (``last_epoch``)."""
+    if not hasattr(raw, "lr_lambdas"):
+        return
+    lrs: List[float] = [base * fn(raw.last_epoch) for fn, base in zip(raw.lr_lambdas, raw.base_lrs)]
+    for group, lr in zip(raw.optimizer.param_groups, lrs):
+        group["lr"] = lr
+    raw._last_lr = lrs

@@ -22,7 +22,6 @@ a hand-written loop can too::
 from __future__ import annotations
 
 import json
-import logging
 import math
 import time
 from pathlib import Path
@@ -32,7 +31,7 @@ from tqdm.auto import tqdm
 
 from ..config import RENAMED_FIELDS, RunArguments, resume_changes
 from ..errors import UserError
-from . import hparams
+from . import hparams, processes
 from .accel import RUN_MARKER, build_accelerator, prepare_output_dir, print_and_save_config, save_config
 from .checkpoint import STATE_FILE, CheckpointManager
 from .guard import NonFiniteGuard
@@ -54,8 +53,6 @@ from .rundir import (
 from .signals import GracefulStop, signal_exit_code
 from .state import TrainState
 from .trackers import init_trackers
-
-log = logging.getLogger(__name__)
 
 
 def _tracker_config(config: dict) -> dict:
@@ -160,7 +157,16 @@ class TrainingRun:
                 f"--resume_from_checkpoint {path}: this is a {other} checkpoint, not a {self.project} one; "
                 f"resume it with the {other} script or pass a {self.project} checkpoint"
             )
-        refused, self.changed_settings = resume_changes(saved, self.config, self.policy, self.compare_as)
+        # Another process count: the per-process batch is compared as the global batch.
+        saved, current, batch_line = processes.as_global_batch(
+            saved, saved_all.get("num_processes"), self.config, self.accelerator.num_processes
+        )
+        refused, self.changed_settings = resume_changes(saved, current, self.policy, self.compare_as)
+        if batch_line:
+            refused, self.changed_settings = (
+                [batch_line if line.startswith(f"--{processes.BATCH_FIELD} ") else line for line in lines]
+                for lines in (refused, self.changed_settings)
+            )
         if refused:
             raise UserError(
                 f"--resume_from_checkpoint {path}: the checkpoint was trained with different settings "
@@ -222,12 +228,12 @@ class TrainingRun:
                 "no longer equivalent to an uninterrupted one"
             )
         if saved.get("num_processes") != self.accelerator.num_processes:
-            log.warning(
-                "checkpoint %s was written by %s processes, resuming with %d: the data order differs from "
-                "an uninterrupted run",
-                self.resume_path,
-                saved.get("num_processes"),
-                self.accelerator.num_processes,
+            # The same global batch (checked above): the schedulers continue in this run's ticks.
+            processes.rescale_schedulers(self.accelerator, saved.get("num_processes"))
+            self.print(
+                f"--resume_from_checkpoint {self.resume_path}: written by {saved.get('num_processes')} "
+                f"process(es), resumed by {self.accelerator.num_processes} on the same global batch: the "
+                "schedules continue from the same update"
             )
         restored = TrainState.from_dict(saved.get("state", {}))
         for key, value in restored.to_dict().items():

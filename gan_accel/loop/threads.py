@@ -120,21 +120,23 @@ class ThreadProbe:
             self.plans_waited = 0
             self.window = (threads, step, train_s)
 
-    def observe(self, step: int, train_s: float) -> None:
+    def observe(self, step: int, train_s: float) -> Optional[float]:
+        """Returns the new count's measured pace (seconds per update) when it changed the count:
+        the budget plans again at it."""
         if self.window is None:
-            return
+            return None
         threads, from_step, from_s = self.window
         steps = step - from_step
         pace = (train_s - from_s) / steps if steps > 0 else 0.0
         hopeless = bool(self.paces) and steps > 0 and pace > HOPELESS * next(iter(self.paces.values()))
         if not hopeless and (steps < MIN_WINDOW_STEPS or train_s - from_s < self.window_s):
-            return
+            return None
         self.paces[threads] = pace
         if len(self.paces) == 1:
             other = other_count(threads, self.start)
             self.set_threads(other)
             self.window = (other, step, train_s)
-            return
+            return None
         self.window = None
         old = next(iter(self.paces))  # the count the probe started from
         chosen = choose_threads(self.start, self.paces)
@@ -142,5 +144,7 @@ class ThreadProbe:
         self.set_threads(chosen)
         self.probed_pace = self.paces[chosen]
         self.wait = self.wait * 2 if chosen == old < self.start else 1
-        if chosen != old:
-            self.say(change_line(old, chosen, self.paces))
+        if chosen == old:
+            return None
+        self.say(change_line(old, chosen, self.paces))
+        return self.paces[chosen]
