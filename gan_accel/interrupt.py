@@ -33,9 +33,10 @@ from typing import Callable, Iterator, Optional
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 SAME_STOP_WINDOW_S = 2.0  # a repeat within this many seconds of the first signal is the same stop
 
-# Tests only: "PHASE:SIGNAL[:COUNT][:group],..." makes the process signal itself (or, with
-# "group", rank 0 signals its whole process group, as a scheduler does) the first time it
-# reaches PHASE (a :func:`phase` call), so every phase can be hit without sleeping and hoping.
+# Tests only: "PHASE:SIGNAL[:COUNT][:job],..." makes the process signal itself COUNT times the
+# first time it reaches PHASE (a :func:`phase` call), so every phase can be hit without sleeping
+# and hoping. "job": as a scheduler signals every process of a job, rank 0 also signals torchrun
+# (its workers run in sessions of their own, so a process-group signal would not reach them).
 TEST_SIGNAL_ENV = "GAN_ACCEL_TEST_SIGNAL_AT"
 
 
@@ -163,9 +164,7 @@ def phase(name: str) -> None:
         _state.fired.add(name)
         sig = signal.Signals[parts[1]]
         count = int(parts[2]) if len(parts) > 2 and parts[2].isdigit() else 1
-        if "group" in parts:
-            if os.environ.get("RANK", "0") == "0":
-                os.killpg(0, sig)
-            return
+        if "job" in parts and os.environ.get("RANK") == "0" and "TORCHELASTIC_RUN_ID" in os.environ:
+            os.kill(os.getppid(), sig)  # torchrun too, which sends it on to every worker: each gets two
         for _ in range(count):
             os.kill(os.getpid(), sig)
