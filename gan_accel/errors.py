@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import sys
-from typing import Callable, Optional, Sequence
+from typing import Callable, Iterator, Optional, Sequence
+
+from . import interrupt
 
 
 class UserError(Exception):
@@ -32,15 +35,31 @@ def parser_error(message: str):
     raise UserError(f"{message}; run with --help")
 
 
+@contextlib.contextmanager
+def answering_signals() -> Iterator[None]:
+    """SIGINT/SIGTERM as :mod:`gan_accel.interrupt` answers them; a stop outside a training loop
+    ends the command with one line and exit code 130/143."""
+    try:
+        with interrupt.handling():
+            yield
+    except interrupt.Interrupted as stop:
+        print(stop.line(), file=sys.stderr, flush=True)
+        raise SystemExit(stop.code) from None
+
+
 def cli_entry(main: Callable[[Optional[Sequence[str]]], int]) -> Callable[[Optional[Sequence[str]]], int]:
     """Wrap a script's ``main(argv)``: a :class:`UserError` becomes ``error: ...`` on stderr and
-    exit code 2. ``--debug`` on the command line re-raises with the full traceback."""
+    exit code 2. ``--debug`` on the command line re-raises with the full traceback. SIGINT and
+    SIGTERM are answered from here on (:mod:`gan_accel.interrupt`): outside a training loop, one
+    line and exit code 130/143."""
 
     @functools.wraps(main)
     def wrapper(argv: Optional[Sequence[str]] = None) -> int:
         args = list(sys.argv[1:] if argv is None else argv)
         try:
-            return main(args)
+            with answering_signals():
+                interrupt.phase("start")
+                return main(args)
         except UserError as err:
             if "--debug" in args:
                 if isinstance(err, TaskMethodError) and err.__cause__ is not None:

@@ -37,6 +37,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Callable, ClassVar, Dict, List, Optional, Sequence, Tuple
 
+from . import interrupt
 from .config import RunArguments, config_to_dict, parse_config, resume_compare_as, resume_policy
 from .data.fingerprint import FOLDER_DATASETS
 from .data.paths import check_folders, declare_run_outputs
@@ -199,22 +200,27 @@ class Task:
         with self.accelerator.main_process_first():
             self.call("read_data")
         self.call("check")
-        self.run = TrainingRun(
-            self.run_args,
-            config_to_dict(*self.config_values()),
-            project=self.project,
-            accelerator=self.accelerator,
-            policy=resume_policy(*self.config_types()),
-            compare_as=resume_compare_as(*self.config_types()),
-            outputs=self.output_names(),
-            data_fingerprint=self.call("data_fingerprint"),
-            exports=[o.name for o in self.outputs if o.kind == "export" and o.name != GRIDS],
-        )
-        self.run.report_inputs = self.report_inputs()
+        self.run = None
         try:
+            # A signal while the folder is claimed waits until the clean-up below knows the run.
+            with interrupt.deferred():
+                self.run = TrainingRun(
+                    self.run_args,
+                    config_to_dict(*self.config_values()),
+                    project=self.project,
+                    accelerator=self.accelerator,
+                    policy=resume_policy(*self.config_types()),
+                    compare_as=resume_compare_as(*self.config_types()),
+                    outputs=self.output_names(),
+                    data_fingerprint=self.call("data_fingerprint"),
+                    exports=[o.name for o in self.outputs if o.kind == "export" and o.name != GRIDS],
+                )
+                self.run.report_inputs = self.report_inputs()
+            interrupt.phase("folder")
             self._outputs_before = _stat_outputs(self.run.output_dir, self.outputs)
             set_seed(self.run_args.seed)  # weight init
             plan = self.call("build")
+            interrupt.phase("build")
             self.engine = Engine(
                 self.run,
                 plan.recipe,
@@ -230,8 +236,9 @@ class Task:
             if self.on_update is not None:
                 self.engine.add(Hook(lambda: self.on_update(self.run.state), every=1))
             self.engine.resume()
-        except BaseException:
-            self.run.discard()  # the corrected command must find the folder as this one did
+        except BaseException as err:
+            if self.run is not None:
+                self.discard_failed_start(err)  # the corrected command must find the folder as this one did
             raise
         self._windows_at_start = self.run.state.windows
 
@@ -267,11 +274,13 @@ class Task:
             if finished and main and run.state.step == start_step and self.exports_unchanged():
                 run.print(f"Nothing trained past step {start_step}: its exports are left as they were")
             elif finished and main:
+                interrupt.phase("export")
                 self.call("export")
                 self.record_exports()
-        except BaseException:
-            if run.state.windows == self._windows_at_start:  # failed before its first update: a failed start
-                run.discard()
+        except BaseException as err:
+            self.discard_failed_start(err)
+            if isinstance(err, interrupt.Interrupted) and not run.discarded:
+                err.detail = f" after step {run.state.step} (its checkpoint is kept: continue with --resume_from_checkpoint latest)"
             raise
         finally:
             run.finish()
@@ -284,6 +293,16 @@ class Task:
                     flush=True,
                 )
         return run.output_dir
+
+    def discard_failed_start(self, err: BaseException) -> None:
+        """A run that fails (or is stopped) before its first update is a failed start: what it
+        wrote is removed, once."""
+        run = getattr(self, "run", None)
+        if run is None or run.discarded or run.state.windows != getattr(self, "_windows_at_start", run.state.windows):
+            return
+        run.discard()
+        if isinstance(err, interrupt.Interrupted):
+            err.detail = f" before the first update; {run.output_dir} is as this command found it"
 
     def exports_unchanged(self) -> bool:
         """Whether the checkpoint this run resumed was exported and its exports are still there,
@@ -331,8 +350,12 @@ class Task:
         if task.run_args.dry_run:
             print_and_save_config(None, config_to_dict(*task.config_values()), None)
             return 0
-        task.start()
-        task.train()
+        try:
+            task.start()
+            task.train()
+        except BaseException as err:
+            task.discard_failed_start(err)  # a signal between start() and train()
+            raise
         return task.run.exit_code()  # non-zero after a signal: the run stopped before its end
 
     @classmethod

@@ -9,6 +9,8 @@ from typing import Optional
 import torch
 import torch.nn as nn
 
+from . import interrupt
+
 
 def fixed_noise(num_images: int, z_dim: int, seed: int) -> torch.Tensor:
     """The same noise every time for a given seed (on the CPU, so any device shows the same z)."""
@@ -93,7 +95,9 @@ def save_individual(images: torch.Tensor, folder: Path, start: int = 0) -> int:
 
     folder.mkdir(parents=True, exist_ok=True)
     for i, img in enumerate(images):
-        save_image(img, str(folder / f"{start + i:06d}.png"), normalize=True, value_range=(-1, 1))
+        with interrupt.deferred():  # a signal lands between two files, not inside one
+            save_image(img, str(folder / f"{start + i:06d}.png"), normalize=True, value_range=(-1, 1))
+            interrupt.phase("write")
     return len(images)
 
 

@@ -13,6 +13,7 @@ import pytest
 import torch
 from accelerate import Accelerator
 
+from gan_accel import interrupt
 from gan_accel.gan import step as gan_step
 from gan_accel.loop.checkpoint import CheckpointManager
 from gan_accel.loop.guard import NonFiniteError
@@ -112,9 +113,12 @@ def test_finite_divergence_stops_without_exporting(tmp_path, capsys):
 def test_second_signal_exits_at_once(monkeypatch):
     exits = []
     monkeypatch.setattr(os, "_exit", lambda code: exits.append(code))
+    clock = [0.0]
+    monkeypatch.setattr(interrupt.time, "monotonic", lambda: clock[0])
     with GracefulStop() as stop:
         os.kill(os.getpid(), signal.SIGTERM)
         assert stop.should_stop() and not exits
+        clock[0] += interrupt.SAME_STOP_WINDOW_S  # sooner, it is the same stop (tests/test_signals.py)
         os.kill(os.getpid(), signal.SIGTERM)
         assert exits == [128 + signal.SIGTERM]
     assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # handlers restored

@@ -80,8 +80,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         hint = f" (did you mean {close[0]}?)" if close else ""
         print(f"error: unknown command {args[0]}{hint}; gan-accel --help lists them", file=sys.stderr)
         return 2
-    module = importlib.import_module(f"gan_accel.cli.{COMMANDS[command][0]}")
-    return module.main(args[1:])
+    from gan_accel.errors import answering_signals
+
+    with answering_signals():  # from before the seconds of importing torch: Ctrl-C then is one line too
+        module = importlib.import_module(f"gan_accel.cli.{COMMANDS[command][0]}")
+        return module.main(args[1:])
 
 
 if __name__ == "__main__":

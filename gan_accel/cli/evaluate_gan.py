@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Optional, Sequence
 
+from gan_accel import interrupt
 from gan_accel.config import check_choice, check_positive, choice, parse_config
 from gan_accel.data import DATASETS, load_image_data
 from gan_accel.data.fingerprint import FOLDER_DATASETS
@@ -163,7 +164,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if args.nearest:
         record["memorisation"] = write_nearest(evaluator, G, args.nearest_rows, out_dir)
     path = out_dir / "eval_results.json"
-    path.write_text(json.dumps(record, indent=2) + "\n")
+    with interrupt.deferred():  # a signal lands before or after the file, not inside it
+        path.write_text(json.dumps(record, indent=2) + "\n")
     print(f"wrote {path}")
     return 0
 

@@ -21,6 +21,7 @@ from typing import Dict, Optional, Sequence
 import numpy as np
 from PIL import Image
 
+from gan_accel import interrupt
 from gan_accel.config import MAX_SEED, check_positive, parse_config
 from gan_accel.data.paths import check_folders
 from gan_accel.errors import ConfigError, cli_entry
@@ -87,7 +88,9 @@ def write_split(photos: Dict[str, Image.Image], folder: Path, total: int, crop_s
         sub = folder / name
         sub.mkdir(parents=True, exist_ok=True)
         for number, crop in enumerate(random_crops(photos[name], count, crop_size, size, rng)):
-            crop.save(sub / f"{number:05d}.png")
+            with interrupt.deferred():  # a signal lands between two files, not inside one
+                crop.save(sub / f"{number:05d}.png")
+                interrupt.phase("write")
             written += 1
     return written
 

@@ -8,6 +8,7 @@ from typing import List, Tuple
 
 import torch
 
+from .. import interrupt
 from ..data import IMAGE_EXTENSIONS, to_float_images
 from ..data.images import UNREADABLE_ERRORS, decode_image_file  # the GAN path's decoder: any mode, EXIF orientation
 from ..data.paths import check_folders, check_writable_folder
@@ -76,7 +77,9 @@ def translate_folder(
         for image, name in zip(out, names):
             target = output_dir / name
             target.parent.mkdir(parents=True, exist_ok=True)
-            save_image(image, str(target), normalize=True, value_range=(-1, 1))
+            with interrupt.deferred():  # a signal lands between two files, not inside one
+                save_image(image, str(target), normalize=True, value_range=(-1, 1))
+                interrupt.phase("write")
             written += 1
     if not written:
         raise UserError(f"--input_dir {input_dir}: none of the {len(files)} image files could be read")

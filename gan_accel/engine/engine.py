@@ -27,6 +27,7 @@ from typing import Dict, List, Optional
 import torch
 from torch.autograd.graph import increment_version
 
+from .. import interrupt
 from ..data.streaming import stop_workers
 from ..errors import ConfigError, UserError
 from ..loop.guard import NonFiniteError, all_finite, what_is_kept
@@ -323,6 +324,7 @@ class Engine:
         run = self.run
         state = self.state
         state.step = state.updates[self.recipe.progress]
+        interrupt.phase("update")
         epoch_end = self.accelerator.gradient_state.end_of_dataloader
         for hook in self._hooks(UPDATE):
             hook.fn()

@@ -21,6 +21,8 @@ from typing import Callable, List, Optional, Tuple
 
 import torch
 
+from .. import interrupt
+
 # A probe of a few seconds is worth it in a run of minutes; a shorter budget keeps fp32.
 MIN_BUDGET_S = 120.0
 PROBE_UPDATES = 3  # timed updates each way, interleaved (after one warm-up update each)
@@ -128,6 +130,7 @@ def gan_update(train, model, data) -> UpdateFn:
 def probe(train, model, data) -> Verdict:
     """Time the run's update both ways (:func:`time_updates`) and choose (:func:`choose`). The
     global RNG is forked: what the probe draws leaves the run's streams as they were."""
+    interrupt.phase("probe")
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(0)
         fp32, bf16 = time_updates(gan_update(train, model, data))

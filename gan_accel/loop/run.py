@@ -29,6 +29,7 @@ from typing import Callable, Dict, Optional, Sequence
 
 from tqdm.auto import tqdm
 
+from .. import interrupt
 from ..config import RENAMED_FIELDS, RunArguments, resume_changes
 from ..errors import UserError
 from . import hparams, processes
@@ -346,6 +347,9 @@ class TrainingRun:
         """A start that failed (or a run that failed before its first update): remove what it wrote
         in the run folder (:func:`~gan_accel.loop.rundir.undo_start`), so the corrected command
         starts there, and free the folder."""
+        if self.discarded:
+            return
+        interrupt.phase("discard")
         if self.logger is not None:
             self.logger.close()
         if self.found is not None:

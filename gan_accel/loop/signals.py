@@ -1,23 +1,21 @@
-"""Graceful stop on SIGINT/SIGTERM: finish the step, checkpoint, exit; a second signal exits now.
+"""Graceful stop on SIGINT/SIGTERM: finish the step, checkpoint, exit.
 
 Either way the command exits with 128 + the signal's number, as a shell reports a process a
 signal ended (130 for Ctrl-C, 143 for SIGTERM): ``train && sample`` must not sample a run that
-stopped before its end, and a scheduler sees the job did not complete."""
+stopped before its end, and a scheduler sees the job did not complete. The handler itself, and
+what a repeated signal means, is :mod:`gan_accel.interrupt`'s (one for every phase of a command)."""
 
 from __future__ import annotations
 
-import os
-import signal
 import sys
-import threading
+from contextlib import ExitStack
 
 import torch
 
+from ..interrupt import SAME_STOP_WINDOW_S, graceful, signal_name
+from ..interrupt import exit_code as signal_exit_code
 
-def signal_exit_code(signum) -> int:
-    """The exit code of a command stopped by ``signum`` (None: the signal reached another process
-    of the run, and SIGTERM's code stands for it)."""
-    return 128 + int(signum if signum is not None else signal.SIGTERM)
+__all__ = ["GracefulStop", "signal_exit_code"]
 
 
 class GracefulStop:
@@ -28,42 +26,30 @@ class GracefulStop:
     That is one tiny collective per step, made only when more than one process runs.
     """
 
-    SIGNALS = (signal.SIGINT, signal.SIGTERM)
-
     def __init__(self, accelerator=None) -> None:
         self.accelerator = accelerator
         self.requested = False
         self.signum = None
-        self._previous = {}
+        self._stack = None
 
-    def _handle(self, signum, frame) -> None:
-        if self.requested:
-            # Second signal: the user means it. Exit at once, without a checkpoint.
-            print(
-                f"\nSecond {signal.Signals(signum).name}: exiting immediately without a checkpoint.",
-                file=sys.stderr,
-                flush=True,
-            )
-            os._exit(signal_exit_code(signum))
+    def _request(self, signum) -> None:
         self.requested = True
         self.signum = signum
         print(
-            f"\n{signal.Signals(signum).name} received: finishing this step, saving a checkpoint, then exiting "
-            f"with code {signal_exit_code(signum)} (send it again to exit at once).",
+            f"\n{signal_name(signum)} received: finishing this step, saving a checkpoint, then exiting "
+            f"with code {signal_exit_code(signum)} (a second signal {SAME_STOP_WINDOW_S:g} s or more later exits at once).",
             file=sys.stderr,
             flush=True,
         )
 
     def __enter__(self) -> "GracefulStop":
-        if threading.current_thread() is threading.main_thread():
-            for sig in self.SIGNALS:
-                self._previous[sig] = signal.signal(sig, self._handle)
+        self._stack = ExitStack()
+        self._stack.enter_context(graceful(self._request))
         return self
 
     def __exit__(self, *exc) -> None:
-        for sig, handler in self._previous.items():
-            signal.signal(sig, handler)
-        self._previous.clear()
+        stack, self._stack = self._stack, None
+        stack.close()
 
     def should_stop(self) -> bool:
         acc = self.accelerator

@@ -19,6 +19,7 @@ from typing import Dict, Iterator, List, Optional, Tuple
 import torch
 import torch.nn as nn
 
+from .. import interrupt
 from ..data import ImageData, to_float_images
 from ..errors import UserError
 from .bootstrap import BOOTSTRAP_LEVEL, BOOTSTRAP_RESAMPLES, bootstrap_intervals
@@ -363,6 +364,7 @@ class GANEvaluator:
         """All figures for generator ``G`` (``forward(z, labels=None)``, attributes ``z_dim`` and
         ``num_classes``). G is put in eval mode for the call and restored; the caller's RNG state
         is untouched (the evaluation runs in a forked RNG)."""
+        interrupt.phase("evaluate")
         preds: List[torch.Tensor] = []
         conds: List[torch.Tensor] = []
         first: List[torch.Tensor] = []  # the first num_floor generated images, for the same-size score

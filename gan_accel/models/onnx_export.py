@@ -15,6 +15,7 @@ from typing import Optional
 import torch
 import torch.nn as nn
 
+from .. import interrupt
 from ..errors import UserError
 
 OPSET = 17
@@ -81,6 +82,7 @@ def _export(
     tmp = path.with_name(path.name + ".tmp")
     try:
         _export_to(module, args, tmp, input_names, dynamic_axes, output)
+        interrupt.phase("export")
         tmp.replace(path)  # a half-written graph never takes the name of a good one
     finally:
         tmp.unlink(missing_ok=True)  # after a failed write: no partial file left behind

@@ -1,0 +1,219 @@
+"""SIGINT and SIGTERM at every phase of every command (gan_accel.interrupt): exit 130/143, one line
+naming the signal, no traceback, and the folder as the command found it (names, bytes, mtimes),
+or a checkpoint that resumes. The process signals itself at a named phase
+(``GAN_ACCEL_TEST_SIGNAL_AT``), so each phase is hit exactly. The default run draws a few
+(command, phase, signal) cases; ``-m slow`` runs them all."""
+
+import hashlib
+import os
+import random
+import signal
+import subprocess
+import sys
+
+import pytest
+from PIL import Image
+
+from gan_accel import interrupt
+from helpers import ROOT, TINY_GAN, load_script
+
+train_gan = load_script("train_gan").main
+ENTRY = "import sys; from gan_accel.cli import main; sys.exit(main())"  # the gan-accel command
+TRAIN = [*TINY_GAN, "--max_steps", "3", "--checkpointing_steps", "0", "--log_every", "1"]
+
+
+def command(argv, at="", timeout=300, torchrun=False):
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1", interrupt.TEST_SIGNAL_ENV: at}
+    if torchrun:
+        env["ACCELERATE_USE_CPU"] = "1"
+        cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2"]
+        cmd += [str(ROOT / "scripts" / "train_gan.py"), *argv[1:]]
+    else:
+        cmd = [sys.executable, "-c", ENTRY, *argv]
+    return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+def snapshot(folder):
+    """Every entry under ``folder``: a file's bytes and modification time, a folder's name."""
+    found = {}
+    for root, dirs, files in os.walk(folder):
+        for name in dirs:
+            found[os.path.relpath(os.path.join(root, name), folder)] = "dir"
+        for name in files:
+            path = os.path.join(root, name)
+            found[os.path.relpath(path, folder)] = (
+                hashlib.sha256(open(path, "rb").read()).hexdigest(),
+                os.stat(path).st_mtime_ns,
+            )
+    return found
+
+
+def traceback_lines_of_ours(proc):
+    return [line for line in proc.stderr.splitlines() if "gan_accel" in line and "File " in line]
+
+
+def assert_one_line(proc, sig):
+    assert proc.returncode == 128 + sig, proc.stdout[-2000:] + proc.stderr[-3000:]
+    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    assert len([line for line in proc.stderr.splitlines() if sig.name in line]) == 1, proc.stderr[-3000:]
+
+
+@pytest.fixture(scope="module")
+def work(tmp_path_factory):
+    """A workspace with a finished tiny run (its generator, metrics) and a user's file."""
+    root = tmp_path_factory.mktemp("signals")
+    assert train_gan([*TRAIN, "--max_steps", "2", "--output_dir", str(root / "done")]) == 0
+    (root / "mine").mkdir()
+    (root / "mine" / "notes.txt").write_text("the user's own")
+    return root
+
+
+def args_of(name, work):
+    """(argv, folder whose state is checked) of each command."""
+    w = str(work)
+    return {
+        "train-gan": ["train-gan", *TRAIN, "--output_dir", f"{w}/new"],
+        "train-gan-in-users-folder": ["train-gan", *TRAIN, "--output_dir", f"{w}/mine"],
+        "train-gan-resume": ["train-gan", *TRAIN, "--output_dir", f"{w}/done", "--resume_from_checkpoint", "latest"],
+        "sample-gan": [
+            "sample-gan",
+            "--generator",
+            f"{w}/done/generator",
+            "--num_images",
+            "3",
+            "--batch_size",
+            "1",
+            "--output_dir",
+            f"{w}/png",
+        ],
+        "export-onnx": ["export-onnx", "--generator", f"{w}/done/generator", "--output", f"{w}/g.onnx"],
+        "evaluate-gan": [
+            "evaluate-gan",
+            "--generator",
+            f"{w}/done/generator",
+            "--dataset",
+            "digits",
+            "--output_dir",
+            f"{w}/ev",
+        ],
+        "plot-run": ["plot-run", f"{w}/done"],
+        "translate": ["translate", "--generator", f"{w}/none", "--input_dir", f"{w}/mine", "--output_dir", f"{w}/tr"],
+        "predict": ["predict", "--model", f"{w}/none", "--texts", "a"],
+        "compare-metrics": ["compare-metrics", f"{w}/a.json", f"{w}/b.json"],
+        "make-photo-crops": [
+            "make-photo-crops",
+            "--output_dir",
+            f"{w}/crops",
+            "--num_crops",
+            "4",
+            "--num_heldout",
+            "0",
+        ],
+    }[name]
+
+
+# (command, phase): "start" is the command's first line; the others are gan_accel.interrupt.phase calls.
+STARTUP = [("train-gan", p) for p in ("start", "folder", "build", "build,discard")]
+STARTUP += [("train-gan-in-users-folder", "build"), ("train-gan-resume", "build"), ("train-gan-resume", "folder")]
+OTHERS = [(c, "start") for c in ("sample-gan", "export-onnx", "evaluate-gan", "plot-run", "translate", "predict")]
+OTHERS += [("compare-metrics", "start"), ("make-photo-crops", "start"), ("export-onnx", "export")]
+WRITING = [("sample-gan", "write"), ("make-photo-crops", "write")]
+TRAINING = [("train-gan", "update"), ("train-gan", "update:2"), ("train-gan", "export")]
+CASES = [(c, p, s) for c, p in STARTUP + OTHERS + WRITING + TRAINING for s in (signal.SIGINT, signal.SIGTERM)]
+DRAWN = random.Random(57).sample(CASES, 4)
+
+
+def spec(phase, sig):
+    """ "build,discard" -> "build:SIGTERM,discard:SIGTERM" (the second one lands during the clean-up)."""
+    return ",".join(
+        f"{p.split(':')[0]}:{sig.name}" + (f":{p.split(':')[1]}" if ":" in p else "") for p in phase.split(",")
+    )
+
+
+def check_case(work, name, phase, sig):
+    argv = args_of(name, work)
+    before = snapshot(work)
+    proc = command(argv, spec(phase, sig))
+    assert_one_line(proc, sig)
+    if (name, phase) in WRITING:  # what was written before the signal is whole; nothing half-written
+        new = sorted(set(snapshot(work)) - set(before))
+        assert not [n for n in new if ".tmp" in os.path.basename(n)], new
+        for path in new:
+            if path.endswith(".png"):
+                Image.open(work / path).verify()
+        return
+    if name == "train-gan" and phase.startswith(("update", "export")):  # a checkpoint that resumes
+        run = work / "new"
+        assert (run / "checkpoints").is_dir() and not (run / "run.lock").exists()
+        assert "stopped after step" in proc.stderr or "finishing this step" in proc.stderr
+        assert command([*argv, "--resume_from_checkpoint", "latest"]).returncode == 0
+        assert (run / "generator").is_dir()
+        return
+    assert snapshot(work) == before  # the folder as found; the same command then runs
+
+
+@pytest.mark.parametrize("name,phase,sig", DRAWN, ids=[f"{c}-{p}-{s.name}" for c, p, s in DRAWN])
+def test_a_signal_at_a_drawn_phase_is_one_line_and_leaves_the_folder_as_found(tmp_path, work, name, phase, sig):
+    check_case(copy_of(work, tmp_path), name, phase, sig)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name,phase,sig", CASES, ids=[f"{c}-{p}-{s.name}" for c, p, s in CASES])
+def test_a_signal_at_every_phase_is_one_line_and_leaves_the_folder_as_found(tmp_path, work, name, phase, sig):
+    check_case(copy_of(work, tmp_path), name, phase, sig)
+
+
+def copy_of(work, tmp_path):
+    import shutil
+
+    shutil.copytree(work, tmp_path / "w", symlinks=True, copy_function=shutil.copy2)
+    return tmp_path / "w"
+
+
+def test_a_start_stopped_before_its_first_update_can_be_run_again(tmp_path):
+    """The issue's case: the same command after a SIGTERM in build() is not refused."""
+    argv = ["train-gan", *TRAIN, "--max_steps", "1", "--output_dir", str(tmp_path / "run")]
+    assert_one_line(command(argv, "build:SIGTERM"), signal.SIGTERM)
+    assert not (tmp_path / "run").exists()
+    assert command(argv).returncode == 0
+
+
+def test_a_second_signal_within_the_window_is_the_same_stop(monkeypatch):
+    exits = []
+    monkeypatch.setattr(os, "_exit", lambda code: exits.append(code))
+    clock = [100.0]
+    monkeypatch.setattr(interrupt.time, "monotonic", lambda: clock[0])
+    stops = []
+    with interrupt.graceful(stops.append):
+        os.kill(os.getpid(), signal.SIGTERM)
+        clock[0] += interrupt.SAME_STOP_WINDOW_S / 2
+        os.kill(os.getpid(), signal.SIGTERM)  # a scheduler's, then torchrun's: one stop
+        assert stops == [signal.SIGTERM] and not exits
+        clock[0] += interrupt.SAME_STOP_WINDOW_S
+        os.kill(os.getpid(), signal.SIGINT)  # later: the user means it
+        assert exits == [128 + signal.SIGINT]
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_torchrun_a_signal_to_every_process_of_the_job_checkpoints_and_resumes(tmp_path, sig):
+    """Each worker gets the signal twice (its own, then torchrun's): one stop, a checkpoint, and
+    no traceback of ours (torchrun itself re-raises the signal as SignalException: exit 1)."""
+    argv = ["train-gan", *TRAIN, "--output_dir", str(tmp_path / "run")]
+    proc = command(argv, f"update:{sig.name}:job", torchrun=True)
+    assert proc.returncode != 0
+    assert not traceback_lines_of_ours(proc), proc.stderr[-3000:]
+    assert proc.stderr.count(f"{sig.name} received: finishing this step") == 2, proc.stderr[-3000:]
+    assert (tmp_path / "run" / "checkpoints").is_dir() and not (tmp_path / "run" / "run.lock").exists()
+    assert command([*argv, "--resume_from_checkpoint", "latest"], torchrun=True).returncode == 0
+
+
+@pytest.mark.slow
+def test_torchrun_a_signal_before_the_first_update_leaves_no_folder(tmp_path):
+    proc = command(["train-gan", *TRAIN, "--output_dir", str(tmp_path / "run")], "build:SIGTERM", torchrun=True)
+    # Each worker exits 143 with one line; torchrun reports a failed child (ChildFailedError, exit 1).
+    assert proc.returncode != 0 and "exitcode  : 143" in proc.stderr, proc.stderr[-3000:]
+    assert not traceback_lines_of_ours(proc), proc.stderr[-3000:]
+    assert proc.stderr.count("SIGTERM received: stopped before the first update") >= 1, proc.stderr[-3000:]
+    assert not (tmp_path / "run").exists()
