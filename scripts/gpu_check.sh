@@ -33,7 +33,7 @@ import json, sys, time
 from pathlib import Path
 import torch
 from benchmarks.common import synchronize
-from benchmarks.gan import GANBenchSetup, build_toolkit
+from benchmarks.contenders.gan import GANBenchSetup, build_toolkit
 
 out = Path(sys.argv[1])
 setup = GANBenchSetup(image_size=64, batch_size=128, cpu=False, rounds=1, chunk=200, warmup=0)
