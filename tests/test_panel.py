@@ -221,7 +221,8 @@ def test_the_scans_folder_is_two_grey_scans_cut_into_train_and_heldout(tmp_path)
 
 def test_the_mahotas_folder_is_three_real_photographs_cut_into_train_and_heldout(tmp_path):
     pytest.importorskip("mahotas", reason="the mahotas folder's photographs ship in the mahotas wheel")
-    from benchmarks.photos.folders import mahotas_images, make_crops, missing, sources
+    from benchmarks.photos.equal_time import make_region_crops
+    from benchmarks.photos.folders import GRIDS, mahotas_images, make_crops, missing, sources
 
     images = mahotas_images()
     assert sorted(images) == ["DepartmentStore", "luispedro", "nuclear"]  # never lena
@@ -233,6 +234,11 @@ def test_the_mahotas_folder_is_three_real_photographs_cut_into_train_and_heldout
     assert len(train) == 6 and len(heldout) == 3
     # The held-out crops are cut at other places (another seed) than the training crops.
     assert train[0].read_bytes() != heldout[0].read_bytes()
+    # The region judge's classes: a 3x3 grid over the scene and the portrait, the micrograph one class.
+    make_region_crops(tmp_path / "judge", 300, 2, images, 128, GRIDS["mahotas"])
+    regions = sorted(p.name for p in (tmp_path / "judge").iterdir())
+    assert "nuclear_r0c0" in regions and not [r for r in regions if r.startswith("nuclear_") and r != "nuclear_r0c0"]
+    assert len(regions) == 19
 
 
 def test_the_folder_command_refuses_a_missing_package_in_one_line(tmp_path, monkeypatch, capsys):

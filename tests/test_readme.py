@@ -234,12 +234,13 @@ def test_every_flag_named_exists(name):
     assert not unknown, f"{name} names flags no script has: {unknown}"
 
 
-@pytest.mark.parametrize("name", DOCUMENTS)
+@pytest.mark.parametrize("name", DOCUMENTS + sorted(str(p.relative_to(ROOT)) for p in (ROOT / "scripts").glob("*.sh")))
 def test_every_benchmark_command_named_exists(name):
     """A table's command, copied from the guide, runs: its entry and command exist (benchmarks/ was
     regrouped into one entry per question, and old names like ``benchmarks.bench_panel`` are gone)."""
     known = benchmark_commands()
-    named = re.findall(r"python -m\s+benchmarks\.([a-z_]+)(?:\s+([a-z_]+))?", TEXT[name])
+    text = TEXT[name] if name in TEXT else (ROOT / name).read_text()
+    named = re.findall(r"-m\s+benchmarks\.([a-z_]+)(?:\s+([a-z_]+))?", text)
     with_commands = {key.split()[0] for key in known if " " in key}
     wrong = sorted(
         f"{e} {c}".strip() for e, c in set(named) if e not in known or (e in with_commands and f"{e} {c}" not in known)

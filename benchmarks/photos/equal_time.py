@@ -47,7 +47,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Union
 
 import torch
 import torch.nn as nn
@@ -107,12 +107,13 @@ def make_region_crops(
     seed: int,
     photos: Optional[Dict[str, object]] = None,
     crop_size: int = 128,
-    regions: int = REGIONS,
+    regions: Union[int, Dict[str, int]] = REGIONS,
 ) -> None:
     """``count`` crops (``crop_size`` source px at 64 px, as make-photo-crops makes them), split evenly
     between the photos, in one sub-folder per region: ``<photo>_r<row>c<col>``, the cell of a
-    ``regions x regions`` grid over the photo that holds the crop's centre. ``photos``: name -> PIL
-    image, the bundled photos when None (the panel's other folders pass their own, and their grid)."""
+    ``regions x regions`` grid over the photo that holds the crop's centre (``regions``: one grid for
+    every photo, or one per photo's name). ``photos``: name -> PIL image, the bundled photos when
+    None (the panel's other folders pass their own, and their grid)."""
     if folder.is_dir():
         return
     import numpy as np
@@ -127,9 +128,10 @@ def make_region_crops(
     for name in sorted(photos):
         photo = photos[name]
         width, height = photo.size
+        grid = regions[name] if isinstance(regions, dict) else regions
         for number, box in enumerate(crop_boxes(photo, count // len(photos), crop_size, rng)):
-            col = min(regions - 1, int((box[0] + box[2]) / 2 / width * regions))
-            row = min(regions - 1, int((box[1] + box[3]) / 2 / height * regions))
+            col = min(grid - 1, int((box[0] + box[2]) / 2 / width * grid))
+            row = min(grid - 1, int((box[1] + box[3]) / 2 / height * grid))
             sub = partial / f"{name}_r{row}c{col}"
             sub.mkdir(parents=True, exist_ok=True)
             photo.crop(box).resize((64, 64), Image.BICUBIC).save(sub / f"{number:05d}.png")

@@ -33,7 +33,7 @@ from typing import Dict, List
 import torch
 import torch.nn as nn
 
-from benchmarks.photos.folders import sources
+from benchmarks.photos.folders import GRIDS, sources
 from benchmarks.photos.panel_encoder import EncoderSettings, SelfSupervised
 from benchmarks.photos.panel_stats import ColourTexture
 from gan_accel.data.images import _resize_batch, load_image_data, to_float_images
@@ -81,7 +81,7 @@ def prepare(workdir: Path, folder: str, settings: PanelSettings) -> Dict[str, Pa
         partial.rename(crops)
     counts = {"judge": settings.judge_crops, "real": 2 * settings.num_images, "encoder": settings.encoder_crops}
     for name, count in counts.items():
-        make_region_crops(root / name, count, SEEDS[name], photos=images, crop_size=crop_size)
+        make_region_crops(root / name, count, SEEDS[name], images, crop_size, GRIDS[folder])
     return {"train": crops / "train", "heldout": crops / "heldout", **{name: root / name for name in counts}}
 
 
