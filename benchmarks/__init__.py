@@ -1,8 +1,14 @@
-"""The project's measurements, kept outside the installed package: run from a checkout as
-``python -m benchmarks.bench`` (the toolkit's loops against a plain PyTorch loop and
-``transformers.Trainer``, and sampling), ``benchmarks.bench_knobs`` (the efficiency flags),
-``benchmarks.bench_data`` (in memory against streamed images), ``benchmarks.bench_cache_open`` (the
-decode cache's integrity check at open) and ``benchmarks.bench_distill``.
-The real-text corpora they train on (``docstrings``, ``stdlib_corpus``) are built offline from the
-installed Python's standard library. Figures are medians with their spread; docs/benchmarks.md
-holds the tables, benchmarks/results/ the JSON files behind them."""
+"""The project's measurements, kept outside the installed package; run from a checkout, one entry
+per question (docs/benchmarks.md has the table: question -> command -> the doc table it produces):
+
+    python -m benchmarks.speed COMMAND        loops, arch, progressive, knobs, cache_open
+    python -m benchmarks.photos COMMAND       equal_time, panel, along, folder
+    python -m benchmarks.data                 image data in memory against streamed
+    python -m benchmarks.classifier COMMAND   distill, docstrings, stdlib_corpus
+    python -m benchmarks.digits_judge         an independent judge of digits generators
+
+Shared pieces: common.py (threads, timers, statistics), contenders/ (the loops timed against each
+other), corpora/ (the real-text corpora, built offline from the standard library), entry.py (the
+commands' front). Figures are medians with their spread; benchmarks/results/ holds the JSON files
+behind the tables.
+"""

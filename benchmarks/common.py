@@ -77,7 +77,7 @@ def ratios(numerators: List[float], denominators: List[float]) -> List[float]:
 
 
 class FrechetYardstick:
-    """A yardstick of the panel (benchmarks/panel.py) that compares images by the Fréchet distance
+    """A yardstick of the panel (benchmarks/photos/panel.py) that compares images by the Fréchet distance
     of their :meth:`features` against a fixed real reference, next to its real-vs-real floor.
     Subclasses define ``name``, ``label`` and ``features``, then call :meth:`set_reference`."""
 

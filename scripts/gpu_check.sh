@@ -20,11 +20,11 @@ timeout 60 "$PY" -c "import torch; assert torch.cuda.is_available(), 'no CUDA de
 GAN="--device cuda --threads 4 --gan_image_size 64 --gan_batch_size 128 --gan_rounds 6 --gan_chunk 25 --gan_warmup 15"
 
 echo "== 1/4 GAN fp32: toolkit vs plain loop; channels_last, bf16 and compile variants; sampling"
-timeout 300 "$PY" -m benchmarks.bench $GAN --only gan,sampling --gan_variants channels_last,bf16,compile \
+timeout 300 "$PY" -m benchmarks.speed loops $GAN --only gan,sampling --gan_variants channels_last,bf16,compile \
     --sample_images 16384 --sample_batch_size 1024 --output_json "$OUT/bench_gan_bf16.json" 2>"$OUT/bench_gan_bf16.err"
 
 echo "== 2/4 GAN fp16 variant (a separate process: Accelerate's precision is process-wide)"
-timeout 150 "$PY" -m benchmarks.bench $GAN --only gan --gan_variants fp16 --output_json "$OUT/bench_gan_fp16.json" \
+timeout 150 "$PY" -m benchmarks.speed loops $GAN --only gan --gan_variants fp16 --output_json "$OUT/bench_gan_fp16.json" \
     2>"$OUT/bench_gan_fp16.err"
 
 echo "== 3/4 fp16 two-optimizer path: one GradScaler, D step then G step, skips counted per optimizer"
@@ -33,7 +33,7 @@ import json, sys, time
 from pathlib import Path
 import torch
 from benchmarks.common import synchronize
-from benchmarks.gan import GANBenchSetup, build_toolkit
+from benchmarks.contenders.gan import GANBenchSetup, build_toolkit
 
 out = Path(sys.argv[1])
 setup = GANBenchSetup(image_size=64, batch_size=128, cpu=False, rounds=1, chunk=200, warmup=0)
@@ -66,7 +66,7 @@ assert skipped["D"] < setup.chunk // 4 and skipped["G"] < setup.chunk // 4, "too
 PY
 
 echo "== 4/4 classifier: toolkit vs transformers.Trainer on CUDA"
-timeout 200 "$PY" -m benchmarks.bench --device cuda --only classifier --classifier_reps 3 \
+timeout 200 "$PY" -m benchmarks.speed loops --device cuda --only classifier --classifier_reps 3 \
     --output_json "$OUT/bench_classifier.json" 2>"$OUT/bench_classifier.err"
 
 echo "== 5/5 FSDP2 (2 GPUs or more): the engine's per-network prepare plan on tests/test_engine.py's recipe"

@@ -1,4 +1,4 @@
-"""benchmarks/bench.py with tiny settings: the JSON has its keys, and the toolkit's GAN loop ends with
+"""benchmarks/speed/loops.py with tiny settings: the JSON has its keys, and the toolkit's GAN loop ends with
 exactly the weights of the plain PyTorch loop (a real check of the comparison, not a timing)."""
 
 import json
@@ -7,8 +7,8 @@ import os
 import pytest
 import torch
 
-from benchmarks.bench import main as bench
-from benchmarks.gan import GANBenchSetup, PlainContender, ToolkitContender, load_digits, max_abs_diff
+from benchmarks.contenders.gan import GANBenchSetup, PlainContender, ToolkitContender, load_digits, max_abs_diff
+from benchmarks.speed.loops import main as bench
 from gan_accel.data import load_image_data
 
 
@@ -89,7 +89,7 @@ def test_bench_script_writes_every_key(tmp_path):
     assert set(clf["accuracy"]) == {"toolkit", "trainer", "trainer_grouped"} and clf["optimizer"]["trainer"] == "AdamW"
     assert all(0 <= f < 1 for f in clf["padding_fraction"].values())
     assert smp["images_per_s"]["median"] > 0 and smp["image_shape"] == [1, 16, 16]
-    assert result["machine"]["threads"] == 1 and result["command"].startswith("python -m benchmarks.bench ")
+    assert result["machine"]["threads"] == 1 and result["command"].startswith("python -m benchmarks.speed loops ")
 
 
 @pytest.mark.parametrize("channels_last", [False, True])
@@ -123,7 +123,7 @@ def test_plain_loop_crosses_epochs_like_the_sampler(tmp_path):
 def test_infogan_task_matches_the_hand_written_accelerate_loop(tmp_path):
     """docs/infogan_example.py on the runner, chunked like the benchmark, against the same model by
     hand: bit-identical G, Q and D after 60 updates of 32 (56 per epoch: into epoch 1)."""
-    from benchmarks.infogan import InfoGANBenchSetup, PlainInfoGAN, ToolkitInfoGAN
+    from benchmarks.contenders.infogan import InfoGANBenchSetup, PlainInfoGAN, ToolkitInfoGAN
 
     setup = InfoGANBenchSetup(batch_size=32)
     toolkit = ToolkitInfoGAN(setup, tmp_path / "run")

@@ -224,7 +224,7 @@ def test_divergence_stops_with_one_line_and_keeps_only_finite_checkpoints(setup,
 def test_bench_help_works(capsys):
     # argparse %-formats help strings: a bare percent sign in one would make --help itself fail.
     with pytest.raises(SystemExit) as info:
-        importlib.import_module("benchmarks.bench_distill").main(["--help"])
+        importlib.import_module("benchmarks.classifier.distill").main(["--help"])
     assert info.value.code == 0 and "--speed_reps" in capsys.readouterr().out
 
 

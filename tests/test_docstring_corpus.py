@@ -4,7 +4,7 @@ with at least 3 labels, thousands of examples, long and short texts, no text in 
 import csv
 import json
 
-from benchmarks.docstrings import PACKAGES, make_docstring_corpus, make_docstring_rows, split_rows
+from benchmarks.corpora.docstrings import PACKAGES, make_docstring_corpus, make_docstring_rows, split_rows
 
 
 def test_rows_are_real_variable_length_and_unambiguous():

@@ -1,6 +1,6 @@
 """The efficiency knobs do what they say: gradient checkpointing changes memory, not maths; bf16
 autocast trains; LocalSGD trains on two processes. (Their cost is measured by
-benchmarks/bench_knobs.py; see the "Efficient training" table in docs/benchmarks.md.)"""
+benchmarks/speed/knobs.py; see the "Efficient training" table in docs/benchmarks.md.)"""
 
 import json
 import os

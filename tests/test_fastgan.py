@@ -170,7 +170,7 @@ def test_recon_weight_flags(tmp_path, capsys):
 
 def test_the_precision_probe_times_the_reconstruction_too():
     """The bf16/fp32 probe (--measure_precision) times the run's own D update, decoders included."""
-    from benchmarks.roofline import count_flops
+    from benchmarks.speed.roofline import count_flops
     from gan_accel.gan.precision import gan_update
 
     model = GANModelArguments(arch="fastgan", **TINY)

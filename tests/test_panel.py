@@ -1,4 +1,4 @@
-"""The panel of yardsticks (benchmarks/panel.py), its verdict rule, and scoring along a run, on tiny
+"""The panel of yardsticks (benchmarks/photos/panel.py), its verdict rule, and scoring along a run, on tiny
 inputs: a few crops, networks trained for a few steps, a 6-step run."""
 
 from __future__ import annotations
@@ -11,13 +11,14 @@ import torchvision.transforms.functional as TF
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from benchmarks import bench_panel, panel_encoder
-from benchmarks.bench_along import along_table, score_along
 from benchmarks.common import reset_accelerate
 from benchmarks.digits_judge import shuffled_pixels
-from benchmarks.panel import YARDSTICKS, Panel, PanelSettings, load_crops
-from benchmarks.panel_encoder import EncoderSettings, SelfSupervised, image_hashes
-from benchmarks.panel_verdict import MIN_SEEDS, along_run_summary, cell, spread, table, verdict
+from benchmarks.photos import panel_encoder
+from benchmarks.photos import side_by_side as bench_panel
+from benchmarks.photos.along import along_table, score_along
+from benchmarks.photos.panel import YARDSTICKS, Panel, PanelSettings, load_crops
+from benchmarks.photos.panel_encoder import EncoderSettings, SelfSupervised, image_hashes
+from benchmarks.photos.panel_verdict import MIN_SEEDS, along_run_summary, cell, spread, table, verdict
 from helpers import load_script
 
 TINY = PanelSettings(
@@ -207,11 +208,48 @@ def test_the_grids_are_saved_side_by_side(tmp_path):
         assert sheet.getpixel((48 + 20, 64 + 16 + 20))[:3] == (255, 255, 255)  # b, seed 1: no grid
 
 
-def test_the_second_folder_is_two_grey_scans_cut_into_train_and_heldout(tmp_path):
-    from benchmarks.scans import make_scan_crops, scan_images
+def test_the_scans_folder_is_two_grey_scans_cut_into_train_and_heldout(tmp_path):
+    from benchmarks.photos.folders import make_crops
+    from benchmarks.photos.scans import scan_images
 
     scans = scan_images()
     assert sorted(scans) == ["mri", "terrain"] and all(im.mode == "L" for im in scans.values())
-    out = make_scan_crops(tmp_path / "scans", num_crops=4, num_heldout=2)
+    out = make_crops("scans", tmp_path / "scans", num_crops=4, num_heldout=2)
     assert sorted(p.name for p in (out / "train").iterdir()) == ["mri", "terrain"]
     assert len(list((out / "heldout").rglob("*.png"))) == 2
+
+
+def test_the_mahotas_folder_is_three_real_photographs_cut_into_train_and_heldout(tmp_path):
+    pytest.importorskip("mahotas", reason="the mahotas folder's photographs ship in the mahotas wheel")
+    from benchmarks.photos.equal_time import make_region_crops
+    from benchmarks.photos.folders import GRIDS, mahotas_images, make_crops, missing, sources
+
+    images = mahotas_images()
+    assert sorted(images) == ["DepartmentStore", "luispedro", "nuclear"]  # never lena
+    assert all(im.mode == "RGB" for im in images.values()) and missing("mahotas") is None
+    assert sources("mahotas")[1:] == (128, 3)
+    out = make_crops("mahotas", tmp_path / "mahotas", num_crops=6, num_heldout=3)
+    assert sorted(p.name for p in (out / "train").iterdir()) == sorted(images)
+    train, heldout = sorted((out / "train").rglob("*.png")), sorted((out / "heldout").rglob("*.png"))
+    assert len(train) == 6 and len(heldout) == 3
+    # The held-out crops are cut at other places (another seed) than the training crops.
+    assert train[0].read_bytes() != heldout[0].read_bytes()
+    # The region judge's classes: a 3x3 grid over the scene and the portrait, the micrograph one class.
+    make_region_crops(tmp_path / "judge", 300, 2, images, 128, GRIDS["mahotas"])
+    regions = sorted(p.name for p in (tmp_path / "judge").iterdir())
+    assert "nuclear_r0c0" in regions and not [r for r in regions if r.startswith("nuclear_") and r != "nuclear_r0c0"]
+    assert len(regions) == 19
+
+
+def test_the_folder_command_refuses_a_missing_package_in_one_line(tmp_path, monkeypatch, capsys):
+    import sys
+
+    from benchmarks.photos import main
+
+    monkeypatch.setitem(sys.modules, "mahotas", None)  # as if not installed
+    monkeypatch.setitem(sys.modules, "mahotas.demos", None)
+    with pytest.raises(SystemExit) as info:
+        main(["folder", "--name", "mahotas", "--output_dir", str(tmp_path / "m")])
+    err = capsys.readouterr().err
+    assert info.value.code == 2 and "--name mahotas" in err and "pip install mahotas" in err
+    assert not (tmp_path / "m").exists()

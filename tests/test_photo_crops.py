@@ -77,11 +77,11 @@ def test_a_bad_flag_value_is_one_line(tmp_path, capsys, flags, match):
 
 
 def test_the_benchmark_judge_labels_each_crop_with_the_cell_of_its_centre(tmp_path):
-    """benchmarks/photos.py's judge classes: ``<photo>_r<row>c<col>``, the 3x3 cell holding the crop's
+    """benchmarks/photos/equal_time.py's judge classes: ``<photo>_r<row>c<col>``, the 3x3 cell holding the crop's
     centre, checked by locating each saved crop in its photo."""
     import numpy as np
 
-    import benchmarks.photos as bench
+    import benchmarks.photos.equal_time as bench
     from gan_accel.cli.make_photo_crops import bundled_photos
 
     photos = bundled_photos()
@@ -103,10 +103,10 @@ def test_the_benchmark_judge_labels_each_crop_with_the_cell_of_its_centre(tmp_pa
 
 
 def test_the_benchmark_runs_the_commands_it_names(tmp_path):
-    """benchmarks/photos.py: every toolkit run but ``defaults_cmd`` gets the same --time_budget;
+    """benchmarks/photos/equal_time.py: every toolkit run but ``defaults_cmd`` gets the same --time_budget;
     ``defaults_cmd`` is today's default command (no budget, no preset); the ADA comparison and
     ``--cut_variant`` runs train on the 500-image cut, ``--variant`` runs on the full folder."""
-    import benchmarks.photos as bench
+    import benchmarks.photos.equal_time as bench
 
     data = {"full": tmp_path / "full", "cut": tmp_path / "cut"}
 

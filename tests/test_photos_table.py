@@ -1,7 +1,7 @@
-"""benchmarks/photos.py's table: with several seeds it shows the median and each seed's figure, so
+"""benchmarks/photos/equal_time.py's table: with several seeds it shows the median and each seed's figure, so
 a median is not read as one run's result."""
 
-from benchmarks.photos import print_table
+from benchmarks.photos.equal_time import print_table
 
 
 def record(run, seed, fid, updates, regions=27):

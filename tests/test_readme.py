@@ -22,6 +22,7 @@ import re
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -71,7 +72,7 @@ def runnable():
 def scratch(tmp_path_factory):
     """A scratch folder that looks like the project root (scripts/, configs/), with its own runs/ and a
     small folder of photos, ``my_images/``, standing in for the reader's own."""
-    from benchmarks.data import generate_folder
+    from benchmarks.data.paths import generate_folder
 
     folder = tmp_path_factory.mktemp("readme")
     for name in ("scripts", "configs", "samples", "docs"):
@@ -170,16 +171,20 @@ SCRIPTS = (
     "compare_metrics",
     "make_photo_crops",
 )
-BENCHMARKS = (
-    "bench",
-    "bench_data",
-    "bench_knobs",
-    "bench_distill",
-    "photos",
-    "digits_judge",
-    "bench_panel",
-    "bench_along",
-)
+# The benchmarks' entries (``python -m benchmarks.ENTRY [COMMAND]``) and the module behind each command.
+BENCHMARK_ENTRIES = ("speed", "photos", "data", "classifier", "digits_judge")
+
+
+def benchmark_commands():
+    """``{"ENTRY" or "ENTRY COMMAND": module}`` of every benchmark command."""
+    import importlib
+
+    commands = {}
+    for entry in BENCHMARK_ENTRIES:
+        module = importlib.import_module(f"benchmarks.{entry}")
+        commands[entry] = module.__name__
+        commands.update({f"{entry} {c}": m for c, (m, _) in getattr(module, "COMMANDS", {}).items()})
+    return commands
 
 
 @functools.lru_cache(maxsize=None)  # one load of every script for all the documents
@@ -193,8 +198,8 @@ def script_flags():
         for name in SCRIPTS
     ]
     modules += [
-        (ROOT / "benchmarks" / f"{name}.py", lambda name=name: importlib.import_module(f"benchmarks.{name}"))
-        for name in BENCHMARKS
+        (Path(importlib.import_module(name).__file__), lambda name=name: importlib.import_module(name))
+        for name in sorted(set(benchmark_commands().values()))
     ]
     for path, load in modules:
         if not path.exists():
@@ -227,6 +232,20 @@ def test_every_flag_named_exists(name):
     named = set(re.findall(r"(?<![\w-])--[a-z][a-z0-9_]+", TEXT[name]))
     unknown = sorted(named - script_flags() - LAUNCHER_FLAGS)
     assert not unknown, f"{name} names flags no script has: {unknown}"
+
+
+@pytest.mark.parametrize("name", DOCUMENTS + sorted(str(p.relative_to(ROOT)) for p in (ROOT / "scripts").glob("*.sh")))
+def test_every_benchmark_command_named_exists(name):
+    """A table's command, copied from the guide, runs: its entry and command exist (benchmarks/ was
+    regrouped into one entry per question, and old names like ``benchmarks.bench_panel`` are gone)."""
+    known = benchmark_commands()
+    text = TEXT[name] if name in TEXT else (ROOT / name).read_text()
+    named = re.findall(r"-m\s+benchmarks\.([a-z_]+)(?:\s+([a-z_]+))?", text)
+    with_commands = {key.split()[0] for key in known if " " in key}
+    wrong = sorted(
+        f"{e} {c}".strip() for e, c in set(named) if e not in known or (e in with_commands and f"{e} {c}" not in known)
+    )
+    assert not wrong, f"{name} names benchmark commands that do not exist: {wrong}"
 
 
 # `tests/test_x.py::test_y` (or `test_x.py::test_y`), then `::test_z` for another test of the same file.

@@ -4,8 +4,8 @@ counting and the arithmetic are tested: a timing on a shared machine is no figur
 import pytest
 import torch
 
-from benchmarks.gan import GANBenchSetup, PlainGAN, load_digits
-from benchmarks.roofline import count_flops, cpu_peak, gan_update_flops, roofline
+from benchmarks.contenders.gan import GANBenchSetup, PlainGAN, load_digits
+from benchmarks.speed.roofline import count_flops, cpu_peak, gan_update_flops, roofline
 
 XEON_AMX = """Model name:                              Intel(R) Xeon(R) Processor
 Thread(s) per core:                      1

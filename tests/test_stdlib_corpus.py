@@ -3,7 +3,7 @@ classes, a validation split that does not depend on the cap, and the real thing 
 
 from pathlib import Path
 
-from benchmarks.stdlib_corpus import FAMILIES, collect, make_corpus, split
+from benchmarks.corpora.stdlib import FAMILIES, collect, make_corpus, split
 
 
 def write(root: Path, relative: str, *docs: str) -> None:

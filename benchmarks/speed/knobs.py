@@ -1,7 +1,7 @@
 """Measure the efficient-training knobs (gradient accumulation, gradient checkpointing, bf16,
 Adam/AdamW/Adafactor, 2 processes, LocalSGD) on the classifier path: one process per variant.
 
-    OMP_NUM_THREADS=1 python -m benchmarks.bench_knobs --output_json benchmarks/results/knobs_cpu.json
+    OMP_NUM_THREADS=1 python -m benchmarks.speed knobs --output_json benchmarks/results/knobs_cpu.json
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ class KnobArguments:
     debug: bool = field(default=False, metadata={"help": "Show full tracebacks."})
 
     def __post_init__(self) -> None:
-        from benchmarks.knobs import VARIANTS
+        from benchmarks.speed.knob_runs import VARIANTS
 
         for name in self.variants.split(","):
             if name not in VARIANTS:
@@ -43,7 +43,7 @@ class KnobArguments:
 @cli_entry
 def main(argv: Optional[Sequence[str]] = None) -> int:
     (args,) = parse_config((KnobArguments,), argv, description=__doc__)
-    from benchmarks.knobs import KnobSetup, bench_knobs
+    from benchmarks.speed.knob_runs import KnobSetup, bench_knobs
 
     setup = KnobSetup(n_train=args.n_train, dim=args.dim, n_layers=args.n_layers, threads=args.threads)
     folder = Path(args.work_dir or tempfile.mkdtemp(prefix="knobs-"))

@@ -2,7 +2,7 @@
 share of the CPU's peak, so that "close to the limit" is a number.
 
 FLOPs are counted by ``torch.utils.flop_counter.FlopCounterMode`` on one update of the plain
-loop (:class:`benchmarks.gan.PlainGAN`, the toolkit's formulas): matrix multiplications and
+loop (:class:`benchmarks.contenders.gan.PlainGAN`, the toolkit's formulas): matrix multiplications and
 convolutions, forward and backward (each multiply-add is 2 FLOPs). Element-wise work (BatchNorm,
 activations, Adam, the EMA) is not counted: it is memory-bound and small against the convolutions.
 
@@ -44,7 +44,7 @@ def count_flops(fn: Callable[[], object]) -> int:
 
 
 def gan_update_flops(plain) -> int:
-    """FLOPs of one D + G update of a :class:`benchmarks.gan.PlainGAN`, counted on a copy (the
+    """FLOPs of one D + G update of a :class:`benchmarks.contenders.gan.PlainGAN`, counted on a copy (the
     benchmark's own loop keeps its position, noise and weights)."""
     return count_flops(lambda: copy.deepcopy(plain).train(1))
 

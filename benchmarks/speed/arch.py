@@ -3,7 +3,7 @@ one update (convolutions and matrix multiplications, forward and backward, count
 ``torch.utils.flop_counter``) and seconds per update, the architectures interleaved in one
 process so that a busy machine slows them alike. Quality is not measured here.
 
-    OMP_NUM_THREADS=1 python -m benchmarks.bench_arch --archs dcgan,fastgan --g_channels 48 --d_channels 48
+    OMP_NUM_THREADS=1 python -m benchmarks.speed arch --archs dcgan,fastgan --g_channels 48 --d_channels 48
 """
 
 from __future__ import annotations
@@ -45,8 +45,14 @@ class ArchArguments:
 
 
 def bench_archs(args: ArchArguments, log=print) -> dict:
-    from .gan import GANBenchSetup, ToolkitContender, device_of, interleaved_images_per_s, scratch_dir
-    from .roofline import count_flops
+    from benchmarks.contenders.gan import (
+        GANBenchSetup,
+        ToolkitContender,
+        device_of,
+        interleaved_images_per_s,
+        scratch_dir,
+    )
+    from benchmarks.speed.roofline import count_flops
 
     setup = GANBenchSetup(
         image_size=args.image_size,

@@ -21,8 +21,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Dict, List
 
-from .common import Stopwatch, ratios, reset_accelerate, summary, synchronize
-from .corpora import ClassifierBenchSetup, make_inputs, padding_fraction
+from benchmarks.common import Stopwatch, ratios, reset_accelerate, summary, synchronize
+from benchmarks.corpora import ClassifierBenchSetup, make_inputs, padding_fraction
 
 CONTENDERS = ("toolkit", "trainer", "trainer_grouped")
 

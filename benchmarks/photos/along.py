@@ -2,7 +2,7 @@
 
 Scores the EMA generator of every kept checkpoint (``checkpoints/step_*``, BatchNorm statistics
 recomputed as the run does before it exports), ``best_generator/`` and ``generator/`` with the
-panel (benchmarks/panel.py), and prints a table: step, minutes into the run, the run's own FID at
+panel (benchmarks/photos/panel.py), and prints a table: step, minutes into the run, the run's own FID at
 that step (where it evaluated there), and each yardstick's x floor. Then, per yardstick: where
 quality peaks, whether it falls after the peak, and how far the step best_generator/ holds sits
 from that peak.
@@ -11,8 +11,8 @@ A run keeps 2 checkpoints by default: without --run_dir this command trains one 
 all (the default command on the folder, plus --setting's flags, with --checkpointing_steps
 --checkpoint_every and no limit on how many are kept):
 
-    python -m benchmarks.bench_along --workdir /tmp/panel --folder photos --minutes 15 --seed 0 --checkpoint_every 500
-    python -m benchmarks.bench_along --workdir /tmp/panel --folder photos --run_dir RUN   # a finished run
+    python -m benchmarks.photos along --workdir /tmp/panel --folder photos --minutes 15 --seed 0 --checkpoint_every 500
+    python -m benchmarks.photos along --workdir /tmp/panel --folder photos --run_dir RUN   # a finished run
 
 Results: WORKDIR/along_RUN.json, and with --record NAME benchmarks/results/NAME.json.
 """
@@ -27,8 +27,8 @@ import time
 from pathlib import Path
 from typing import List, Optional, Sequence
 
-from benchmarks.panel import (
-    FOLDERS,
+from benchmarks.photos.folders import FOLDERS, missing
+from benchmarks.photos.panel import (
     LABELS,
     YARDSTICKS,
     Panel,
@@ -37,9 +37,9 @@ from benchmarks.panel import (
     flat,
     load_quietly,
 )
-from benchmarks.panel_verdict import along_run_summary
+from benchmarks.photos.panel_verdict import along_run_summary
 
-RESULTS = Path(__file__).resolve().parent / "results"
+RESULTS = Path(__file__).resolve().parents[1] / "results"
 
 
 def run_times(run_dir: Path):
@@ -106,7 +106,7 @@ def along_table(result: dict) -> str:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m benchmarks.bench_along",
+        prog="python -m benchmarks.photos along",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -125,6 +125,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     )
     parser.add_argument("--record", help="Also write benchmarks/results/RECORD.json.")
     args = parser.parse_args(argv)
+    if missing(args.folder):
+        parser.error(f"--folder {args.folder}: {missing(args.folder)}")
     if args.checkpoint_every < 1 or args.minutes <= 0:
         parser.error("--checkpoint_every must be 1 or more and --minutes above 0")
     if args.run_dir and not (Path(args.run_dir) / "checkpoints").is_dir():
@@ -133,7 +135,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 
 def run(args: argparse.Namespace, argv: List[str], panel_settings: Optional[PanelSettings] = None) -> int:
-    from benchmarks.bench_panel import parse_setting, run_env, run_group, train_argv
+    from benchmarks.photos.side_by_side import parse_setting, run_env, run_group, train_argv
 
     workdir = Path(args.workdir)
     panel = Panel(workdir, args.folder, panel_settings or PanelSettings())
@@ -151,7 +153,7 @@ def run(args: argparse.Namespace, argv: List[str], panel_settings: Optional[Pane
     print("\n".join(result["summary"]))
     (workdir / f"along_{run_dir.name}.json").write_text(json.dumps(result, indent=2) + "\n")
     if args.record:
-        command = "python -m benchmarks.bench_along " + " ".join(shlex.quote(a) for a in argv)
+        command = "python -m benchmarks.photos along " + " ".join(shlex.quote(a) for a in argv)
         record = {"date": time.strftime("%Y-%m-%d"), "command": command, "panel": panel.describe(), **result}
         (RESULTS / f"{args.record}.json").write_text(json.dumps(record, indent=2) + "\n")
     return 0

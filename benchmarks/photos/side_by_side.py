@@ -11,11 +11,11 @@ baseline every other is compared with. Every setting runs with every seed, in on
              --setting 'as_user=' --setting 'one_thread=OMP_NUM_THREADS=1' --layout alternate
 
 Then the generator each run exports (best_generator/ where the run kept one, else generator/;
-the last generator/ is scored too) is scored by the panel (benchmarks/panel.py), and a table
+the last generator/ is scored too) is scored by the panel (benchmarks/photos/panel.py), and a table
 gives each yardstick's x floor per seed, its median and spread (worst / best); each candidate
 gets a verdict: adopted only when every yardstick prefers it, median over at least 3 seeds.
 
-    python -m benchmarks.bench_panel --workdir /tmp/panel --folder photos --minutes 15 --seeds 3 \\
+    python -m benchmarks.photos panel --workdir /tmp/panel --folder photos --minutes 15 --seeds 3 \\
         --setting 'today=' --setting 'fp32=--measure_precision False' --record panel_fp32_epyc
 
 Results: WORKDIR/panel_FOLDER.json (every run's record; a stopped benchmark resumes), with
@@ -37,10 +37,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from benchmarks.panel import FOLDERS, Panel, PanelSettings, load_quietly
-from benchmarks.panel_verdict import table, verdict, verdict_line
+from benchmarks.photos.folders import FOLDERS, missing
+from benchmarks.photos.panel import Panel, PanelSettings, load_quietly
+from benchmarks.photos.panel_verdict import table, verdict, verdict_line
 
-RESULTS = Path(__file__).resolve().parent / "results"
+RESULTS = Path(__file__).resolve().parents[1] / "results"
 ENV_TOKEN = re.compile(r"^[A-Z][A-Z0-9_]*=")
 
 
@@ -89,8 +90,8 @@ def run_env(setting: Setting, layout: str) -> Dict[str, str]:
 def train_argv(
     setting: Setting, folder: Path, out: Path, minutes: float, seed: int, cache: Path, keep_every: int
 ) -> List[str]:
-    """The default command on ``folder`` plus the setting's flags (benchmarks/photos.py's runs)."""
-    from benchmarks.photos import Variant, toolkit_argv
+    """The default command on ``folder`` plus the setting's flags (benchmarks/photos/equal_time.py's runs)."""
+    from benchmarks.photos.equal_time import Variant, toolkit_argv
 
     argv = toolkit_argv(
         setting.name,
@@ -101,7 +102,7 @@ def train_argv(
         cache,
         {setting.name: Variant(setting.flags)},
     )
-    if keep_every:  # enough checkpoints for scoring along the run (benchmarks/bench_along.py)
+    if keep_every:  # enough checkpoints for scoring along the run (benchmarks/photos/along.py)
         argv += ["--checkpointing_steps", str(keep_every), "--checkpoints_total_limit", "1000"]
     return argv
 
@@ -181,13 +182,16 @@ def save_grids(
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m benchmarks.bench_panel",
+        prog="python -m benchmarks.photos panel",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--workdir", required=True, help="Crops, runs, the panel's caches and records go here.")
     parser.add_argument(
-        "--folder", choices=FOLDERS, default="photos", help="The photo crops or the scans (benchmarks/scans.py)."
+        "--folder",
+        choices=FOLDERS,
+        default="photos",
+        help="The photo crops or a second folder of real images (benchmarks/photos/folders.py).",
     )
     parser.add_argument("--minutes", type=float, default=15.0, help="--time_budget of every run, in minutes.")
     parser.add_argument("--seeds", type=int, default=3, help="Seeds per setting (the verdict needs 3).")
@@ -210,12 +214,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         "--keep_checkpoints",
         type=int,
         default=0,
-        help="Steps between kept checkpoints, for bench_along (0: the run's own).",
+        help="Steps between kept checkpoints, for `along` (0: the run's own).",
     )
     parser.add_argument("--record", help="Also write benchmarks/results/RECORD.json.")
     parser.add_argument("--machine", default="", help="What the record says about the machine and its load.")
     args = parser.parse_args(argv)
     args.argv = list(sys.argv[1:] if argv is None else argv)
+    if missing(args.folder):
+        parser.error(f"--folder {args.folder}: {missing(args.folder)}")
     try:
         settings = [parse_setting(spec) for spec in args.setting]
     except ValueError as err:
@@ -223,10 +229,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     names = [s.name for s in settings]
     if len(settings) < 2 or len(set(names)) != len(names):
         parser.error("--setting: pass 2 or more, with distinct names (the first is the baseline)")
-    from benchmarks.photos import RUNS
+    from benchmarks.photos.equal_time import RUNS
 
     if set(names) & set(RUNS):
-        parser.error(f"--setting: names other than {', '.join(RUNS)} (benchmarks/photos.py's runs)")
+        parser.error(f"--setting: names other than {', '.join(RUNS)} (benchmarks/photos/equal_time.py's runs)")
     if args.seeds < 1 or args.minutes <= 0 or args.keep_checkpoints < 0:
         parser.error("--seeds must be 1 or more, --minutes above 0, --keep_checkpoints 0 or more")
     return run(args, settings)
@@ -282,7 +288,7 @@ def run(args: argparse.Namespace, settings: List[Setting], panel_settings: Optio
         record = {
             "date": time.strftime("%Y-%m-%d"),
             "machine": args.machine,
-            "command": "python -m benchmarks.bench_panel " + " ".join(shlex.quote(a) for a in args.argv),
+            "command": "python -m benchmarks.photos panel " + " ".join(shlex.quote(a) for a in args.argv),
             "panel": panel.describe(),
             "records": mine,
             "verdicts": verdicts,

@@ -18,7 +18,7 @@ from typing import Callable, Dict, Optional
 import torch
 import torch.nn.functional as F
 
-from .common import reset_accelerate, synchronize
+from benchmarks.common import reset_accelerate, synchronize
 
 
 @dataclass
@@ -284,8 +284,8 @@ def max_abs_diff(a: Dict[str, torch.Tensor], b: Dict[str, torch.Tensor]) -> floa
 
 def measure_roofline(plain: PlainGAN, images_per_s: Dict[str, dict], batch_size: int, device) -> dict:
     """FLOPs per update (counted), each contender's achieved FLOP/s and, on a CPU whose lscpu
-    tells its clock, its share of the peak (:mod:`benchmarks.roofline`)."""
-    from .roofline import cpu_peak, gan_update_flops, read_lscpu, roofline
+    tells its clock, its share of the peak (:mod:`benchmarks.speed.roofline`)."""
+    from benchmarks.speed.roofline import cpu_peak, gan_update_flops, read_lscpu, roofline
 
     peak = None
     lscpu = read_lscpu() if torch.device(device).type == "cpu" else None
@@ -358,7 +358,7 @@ def bench_gan(
 ) -> dict:
     """Interleave the contenders chunk by chunk (alternating the order each round) and report
     images/s (median and spread over rounds), per-round ratios, and the weight check."""
-    from .common import ratios, summary
+    from benchmarks.common import ratios, summary
 
     device = device_of(setup)
     data = load_digits(setup)
@@ -406,7 +406,7 @@ def bench_gan(
     }
     out["roofline"] = measure_roofline(contenders["plain"].plain, out["images_per_s"], setup.batch_size, device)
     if export_to is not None:  # the toolkit's generator, for the sampling benchmark
-        from .sampling import export_generator
+        from benchmarks.contenders.sampling import export_generator
 
         out["generator"] = str(export_generator(contenders["toolkit"].trainer, Path(export_to)))
     for c in contenders.values():

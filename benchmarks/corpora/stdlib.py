@@ -9,7 +9,7 @@ shared across classes (``Return``, ``object``, ``the``...) and no single cue wor
 the synthetic sentiment corpus, and it ships with every Python. The examples depend on the
 Python version (3.11 here); ``make_corpus`` prints the counts.
 
-    python -m benchmarks.stdlib_corpus --output_dir data/stdlib
+    python -m benchmarks.classifier stdlib_corpus --output_dir data/stdlib
 """
 
 from __future__ import annotations

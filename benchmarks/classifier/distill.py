@@ -1,7 +1,7 @@
 """Distillation benchmark on the stdlib docstring corpus: teacher vs half-depth student (distilled
 and labels-only, same budget) and the --cache_teacher_logits speed-up, in one run:
 
-    OMP_NUM_THREADS=1 python -m benchmarks.bench_distill --output_dir runs/bench_distill --output_json bench_distill.json
+    OMP_NUM_THREADS=1 python -m benchmarks.classifier distill --output_dir runs/bench_distill --output_json bench_distill.json
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 from typing import Optional, Sequence
 
-from benchmarks.distill import DistillBenchArguments, format_report, run_bench
+from benchmarks.classifier.distill_runs import DistillBenchArguments, format_report, run_bench
 from gan_accel.config import parse_config
 from gan_accel.errors import cli_entry
 

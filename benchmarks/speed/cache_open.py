@@ -1,6 +1,6 @@
 """Time opening a decode-cache entry (its integrity check) against reading the whole array:
 
-    python -m benchmarks.bench_cache_open --num_images 5000 --image_size 64
+    python -m benchmarks.speed cache_open --num_images 5000 --image_size 64
 
 Builds an entry of random pixels in a temporary folder (no decoding), then times ``open_cache``
 (median of --reps, the file in the page cache) and ``read_all``, and prints both and their ratio.

@@ -9,7 +9,7 @@ length. The task (which package does this docstring document?) is learnable from
 comparison can also compare final accuracy. Used by the benchmark; reusable by anyone who needs
 real text offline::
 
-    python -m benchmarks.docstrings --output_dir data/docstrings
+    python -m benchmarks.classifier docstrings --output_dir data/docstrings
 """
 
 from __future__ import annotations
@@ -113,11 +113,11 @@ def make_docstring_corpus(folder: Path, validation_share: float = 0.2, seed: int
 
 
 def main(argv=None) -> int:
-    """``python -m benchmarks.docstrings --output_dir DIR``: write DIR/train.csv and
+    """``python -m benchmarks.classifier docstrings --output_dir DIR``: write DIR/train.csv and
     DIR/validation.jsonl from this Python's standard library."""
     import argparse
 
-    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--output_dir", required=True, help="Folder for train.csv and validation.jsonl.")
     parser.add_argument("--validation_share", type=float, default=0.2, help="Share of each label held out.")
     parser.add_argument("--seed", type=int, default=0, help="Seed of the split.")

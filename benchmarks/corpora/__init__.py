@@ -4,7 +4,7 @@ measure.
 - ``synthetic``: generated sentences of 9-15 words (nearly equal lengths: grouping by length has
   nothing to remove; what is left is the loops' fixed cost per update).
 - ``docstrings``: real text, the standard library's docstrings labelled by package
-  (:mod:`benchmarks.docstrings`, 6 labels, ~1,650 train / ~410 validation): mostly one
+  (:mod:`benchmarks.corpora.docstrings`, 6 labels, ~1,650 train / ~410 validation): mostly one
   line, some pages long, so a random batch of 32 is ~70% padding tokens.
 """
 

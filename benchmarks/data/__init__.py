@@ -1,6 +1,6 @@
 """Benchmark the image-data paths on a generated folder (>= 50,000 JPEGs at 64 px by default):
 
-    python -m benchmarks.bench_data --output_json bench_data.json
+    python -m benchmarks.data --output_json bench_data.json
 
 Time to the first step for the first run (decode cache built) and the second (cache opened), in
 memory and streamed; peak RSS of both modes at two dataset sizes; streamed images/s as a ratio of
@@ -71,7 +71,7 @@ class BenchDataArguments:
 @cli_entry
 def main(argv: Optional[Sequence[str]] = None) -> int:
     (args,) = parse_config((BenchDataArguments,), argv, description=__doc__)
-    from benchmarks.data import report, run_data_bench
+    from benchmarks.data.paths import report, run_data_bench
 
     out = run_data_bench(args)
     print(report(out))

@@ -4,11 +4,11 @@ A run picks ``best_generator/`` with its own domain features (and soon a sliced 
 distance); a choice of settings judged by the same kind of features can be tuned against them.
 The panel judges with three figures of different kinds, none of which a run sees:
 
-  region_judge    the photo benchmark's 27-region CNN (benchmarks/photos.py): FID in the features
+  region_judge    the photo benchmark's 27-region CNN (benchmarks/photos/equal_time.py): FID in the features
                   of a classifier of 3x3 regions of each source image, trained with labels
-  colour_texture  no learned features: colour, edge and texture statistics (benchmarks/panel_stats.py)
+  colour_texture  no learned features: colour, edge and texture statistics (benchmarks/photos/panel_stats.py)
   ssl_encoder     a self-supervised encoder trained without labels on crops of its own
-                  (benchmarks/panel_encoder.py)
+                  (benchmarks/photos/panel_encoder.py)
 
 Each reports the distance of NUM_IMAGES generated images to NUM_IMAGES real crops (the
 reference), its real-vs-real floor (another NUM_IMAGES real crops against the same reference),
@@ -33,11 +33,11 @@ from typing import Dict, List
 import torch
 import torch.nn as nn
 
-from benchmarks.panel_encoder import EncoderSettings, SelfSupervised
-from benchmarks.panel_stats import ColourTexture
+from benchmarks.photos.folders import GRIDS, sources
+from benchmarks.photos.panel_encoder import EncoderSettings, SelfSupervised
+from benchmarks.photos.panel_stats import ColourTexture
 from gan_accel.data.images import _resize_batch, load_image_data, to_float_images
 
-FOLDERS = ("photos", "scans")  # the photo crops (make-photo-crops) and benchmarks/scans.py's scans
 YARDSTICKS = ("region_judge", "colour_texture", "ssl_encoder")
 LABELS = {"region_judge": "region judge FID", "colour_texture": "colour+texture FD", "ssl_encoder": "SSL encoder FD"}
 IMAGE_SIZE = 32  # the size every yardstick sees (the preset's CPU size; others are resized to it)
@@ -64,24 +64,11 @@ class PanelSettings:
                 raise ValueError(f"PanelSettings.{name} must be >= 2; got {getattr(self, name)}")
 
 
-def sources(folder: str) -> tuple:
-    """``(images by name, crop side in source px, channels)`` of a folder kind."""
-    if folder == "photos":
-        from gan_accel.cli.make_photo_crops import bundled_photos
-
-        return bundled_photos(), 128, 3
-    if folder == "scans":
-        from benchmarks.scans import CROP_SIZE, scan_images
-
-        return scan_images(), CROP_SIZE, 1
-    raise ValueError(f"unknown folder {folder!r}; use one of {', '.join(FOLDERS)}")
-
-
 def prepare(workdir: Path, folder: str, settings: PanelSettings) -> Dict[str, Path]:
     """The crops of ``folder`` under WORKDIR/FOLDER, each set built once: ``crops/train`` and
     ``crops/heldout`` (what make-photo-crops writes for the photos), and the region crops of the
     judge, of the reference and floor (``real``) and of the encoder, each with its own seed."""
-    from benchmarks.photos import make_region_crops
+    from benchmarks.photos.equal_time import make_region_crops
     from gan_accel.cli.make_photo_crops import write_split
 
     root = Path(workdir) / folder
@@ -94,7 +81,7 @@ def prepare(workdir: Path, folder: str, settings: PanelSettings) -> Dict[str, Pa
         partial.rename(crops)
     counts = {"judge": settings.judge_crops, "real": 2 * settings.num_images, "encoder": settings.encoder_crops}
     for name, count in counts.items():
-        make_region_crops(root / name, count, SEEDS[name], photos=images, crop_size=crop_size)
+        make_region_crops(root / name, count, SEEDS[name], images, crop_size, GRIDS[folder])
     return {"train": crops / "train", "heldout": crops / "heldout", **{name: root / name for name in counts}}
 
 
@@ -117,7 +104,7 @@ class Panel:
     """The three yardsticks of one folder kind, built (or loaded from the cache) once."""
 
     def __init__(self, workdir: Path, folder: str, settings: PanelSettings = PanelSettings()) -> None:
-        from benchmarks.photos import region_judge
+        from benchmarks.photos.equal_time import region_judge
 
         self.settings = settings
         self.folder = folder
@@ -157,7 +144,7 @@ class Panel:
     def score_images(self, images: torch.Tensor) -> Dict[str, dict]:
         """``{yardstick: {value, floor, x_floor, interval}}`` of float [-1, 1] images (at least
         ``judge_images`` of them; the first ``num_images`` for the like-for-like figures)."""
-        from benchmarks.photos import Fixed
+        from benchmarks.photos.equal_time import Fixed
 
         images = conform(images, self.channels)
         judged = self.judge.evaluate_full(Fixed(images))

@@ -2,7 +2,7 @@
 (docs/infogan_example.py's InfoGAN) and transformers.Trainer (classifier), plus sampling
 throughput, in ONE process with the contenders interleaved:
 
-    OMP_NUM_THREADS=1 python -m benchmarks.bench --output_json bench.json
+    OMP_NUM_THREADS=1 python -m benchmarks.speed loops --output_json bench.json
 
 Prints a table (medians and max-min spread over repetitions) and writes the JSON
 (``gan.ratio_vs_plain``, ``infogan.ratio_vs_plain``, ``classifier.CORPUS.ratio_vs_trainer`` and ``.ratio_vs_trainer_grouped``,
@@ -117,9 +117,9 @@ class BenchArguments:
 @cli_entry
 def main(argv: Optional[Sequence[str]] = None) -> int:
     (args,) = parse_config((BenchArguments,), argv, description=__doc__)
-    from benchmarks.report import run_benchmark, table, write_json
+    from benchmarks.speed.report import run_benchmark, table, write_json
 
-    command = "python -m benchmarks.bench " + shlex.join(list(argv) if argv is not None else sys.argv[1:])
+    command = "python -m benchmarks.speed loops " + shlex.join(list(argv) if argv is not None else sys.argv[1:])
     result = run_benchmark(args, command=command)
     print(table(result))
     print(f"Wrote {write_json(result, Path(args.output_json))}")

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional
 
-from .common import ratios, reset_accelerate, set_threads, summary
+from benchmarks.common import ratios, reset_accelerate, set_threads, summary
 
 
 @dataclass
@@ -190,9 +190,8 @@ def cache_speedup(args: DistillBenchArguments, data_args, teacher: Path, seed: i
 
 
 def run_bench(args: DistillBenchArguments) -> dict:
+    from benchmarks.corpora.stdlib import make_corpus
     from gan_accel.classifier.config import ClassifierDataArguments
-
-    from .stdlib_corpus import make_corpus
 
     set_threads(args.threads)
     corpus = make_corpus(Path(args.output_dir) / "data", per_class=args.per_class, seed=args.seed)

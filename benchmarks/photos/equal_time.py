@@ -29,8 +29,8 @@ Each run also gets the number of photos its samples cover (a 3-photo classifier 
 crops), and on the 500-image cut the overfitting gap of D (mean D logit on the training crops
 minus on held-out crops; 0 = no memorisation).
 
-    python -m benchmarks.photos --workdir /tmp/photos_bench --minutes 15 --seeds 3
-    python -m benchmarks.photos --workdir /tmp/photos_bench --minutes 1 --only auto,dcgan_ref   # smoke test
+    python -m benchmarks.photos equal_time --workdir /tmp/photos_bench --minutes 15 --seeds 3
+    python -m benchmarks.photos equal_time --workdir /tmp/photos_bench --minutes 1 --only auto,dcgan_ref   # smoke test
 
 Results: WORKDIR/results.json (one record per run) and a table on stdout (with several seeds: the median, then each seed's figure).
 """
@@ -47,7 +47,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Union
 
 import torch
 import torch.nn as nn
@@ -102,12 +102,18 @@ def make_data(workdir: Path) -> Dict[str, Path]:
 
 
 def make_region_crops(
-    folder: Path, count: int, seed: int, photos: Optional[Dict[str, object]] = None, crop_size: int = 128
+    folder: Path,
+    count: int,
+    seed: int,
+    photos: Optional[Dict[str, object]] = None,
+    crop_size: int = 128,
+    regions: Union[int, Dict[str, int]] = REGIONS,
 ) -> None:
     """``count`` crops (``crop_size`` source px at 64 px, as make-photo-crops makes them), split evenly
     between the photos, in one sub-folder per region: ``<photo>_r<row>c<col>``, the cell of a
-    ``REGIONS x REGIONS`` grid over the photo that holds the crop's centre. ``photos``: name -> PIL
-    image, the bundled photos when None (benchmarks/scans.py passes its own)."""
+    ``regions x regions`` grid over the photo that holds the crop's centre (``regions``: one grid for
+    every photo, or one per photo's name). ``photos``: name -> PIL image, the bundled photos when
+    None (the panel's other folders pass their own, and their grid)."""
     if folder.is_dir():
         return
     import numpy as np
@@ -122,9 +128,10 @@ def make_region_crops(
     for name in sorted(photos):
         photo = photos[name]
         width, height = photo.size
+        grid = regions[name] if isinstance(regions, dict) else regions
         for number, box in enumerate(crop_boxes(photo, count // len(photos), crop_size, rng)):
-            col = min(REGIONS - 1, int((box[0] + box[2]) / 2 / width * REGIONS))
-            row = min(REGIONS - 1, int((box[1] + box[3]) / 2 / height * REGIONS))
+            col = min(grid - 1, int((box[0] + box[2]) / 2 / width * grid))
+            row = min(grid - 1, int((box[1] + box[3]) / 2 / height * grid))
             sub = partial / f"{name}_r{row}c{col}"
             sub.mkdir(parents=True, exist_ok=True)
             photo.crop(box).resize((64, 64), Image.BICUBIC).save(sub / f"{number:05d}.png")
@@ -431,7 +438,7 @@ def region_judge(
     num_images: int = JUDGE_IMAGES,
 ):
     """The 27-region judge of the region crops in ``folder`` (trained once, cached in ``cache/judge``);
-    the panel (benchmarks/panel.py) scores with the same one."""
+    the panel (benchmarks/photos/panel.py) scores with the same one."""
     from gan_accel.metrics import GANEvaluator
     from gan_accel.metrics.domain import DomainTrainSettings
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 # name -> (extra flags, processes). Global batch 32 everywhere, so every variant makes the same updates.
 VARIANTS: Dict[str, tuple] = {

@@ -19,10 +19,17 @@ from typing import Dict
 import torch
 import torch.nn.functional as F
 
-from .common import ratios, reset_accelerate, summary
-from .gan import ChunkedTask, EpochBatches, contender_run_args, interleaved_images_per_s, max_abs_diff, scratch_dir
+from benchmarks.common import ratios, reset_accelerate, summary
+from benchmarks.contenders.gan import (
+    ChunkedTask,
+    EpochBatches,
+    contender_run_args,
+    interleaved_images_per_s,
+    max_abs_diff,
+    scratch_dir,
+)
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "docs" / "infogan_example.py"
+EXAMPLE = Path(__file__).resolve().parents[2] / "docs" / "infogan_example.py"
 STREAMS = ("z", "c", "u")  # the example's RandomStreams, in its order (the seed's last term)
 SEED_WIDTH = 8  # RandomStreams' width for fewer than 8 streams
 
@@ -43,7 +50,7 @@ def example() -> dict:
 
 # ---- the task (docs/infogan_example.py on the runner) ------------------------------------------
 class ToolkitInfoGAN(ChunkedTask):
-    """The example's task on the runner, chunked as :class:`benchmarks.gan.ToolkitContender` is;
+    """The example's task on the runner, chunked as :class:`benchmarks.contenders.gan.ToolkitContender` is;
     its grid is the code-by-row grid."""
 
     def __init__(self, setup: InfoGANBenchSetup, out_dir: Path) -> None:

@@ -12,9 +12,10 @@ sample data (scikit-image's sample photos are not used: an outside judge keeps t
              models are shown): ridges, valleys and one straight fault line
 
 Crops are square, 96 source px (the MRI is small), saved at 64 px in grey, one sub-folder per
-scan, as make-photo-crops lays out its folder (train/ and heldout/, another seed):
+scan, as make-photo-crops lays out its folder (train/ and heldout/, another seed;
+benchmarks/photos/folders.py writes it):
 
-    python -m benchmarks.scans --output_dir scans --num_crops 8000 --num_heldout 1000
+    python -m benchmarks.photos folder --name scans --output_dir scans --num_crops 8000 --num_heldout 1000
     gan-accel train-gan --dataset folder --data_dir scans/train --output_dir runs/scans --time_budget 15m
 
 Grey images also take the preset's other path (--channels 1).
@@ -22,10 +23,9 @@ Grey images also take the preset's other path (--channels 1).
 
 from __future__ import annotations
 
-import argparse
 import gzip
 from pathlib import Path
-from typing import Dict, Optional, Sequence
+from typing import Dict
 
 CROP_SIZE = 96  # source px of a crop: a third of the MRI's side
 
@@ -46,42 +46,3 @@ def scan_images() -> Dict[str, "object"]:
         name: Image.fromarray((array * 255).round().astype(np.uint8))
         for name, array in (("mri", mri), ("terrain", relief))
     }
-
-
-def make_scan_crops(output_dir: Path, num_crops: int = 8000, num_heldout: int = 1000, seed: int = 0) -> Path:
-    """OUTPUT_DIR/train and OUTPUT_DIR/heldout (another seed), built once; returns OUTPUT_DIR."""
-    from gan_accel.cli.make_photo_crops import write_split
-
-    out = Path(output_dir)
-    if not (out / "train").is_dir():
-        scans = scan_images()
-        partial = out.with_name(out.name + ".partial")
-        write_split(scans, partial / "train", num_crops, CROP_SIZE, 64, seed)
-        if num_heldout:
-            write_split(scans, partial / "heldout", num_heldout, CROP_SIZE, 64, seed + 1)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        partial.rename(out)
-    return out
-
-
-def main(argv: Optional[Sequence[str]] = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m benchmarks.scans", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--output_dir", required=True, help="Folder to create (train/ and heldout/ inside).")
-    parser.add_argument("--num_crops", type=int, default=8000, help="Training crops, split evenly between the scans.")
-    parser.add_argument("--num_heldout", type=int, default=1000, help="Held-out crops (another seed).")
-    args = parser.parse_args(argv)
-    if Path(args.output_dir).exists():
-        parser.error(f"--output_dir {args.output_dir}: exists; pass a new folder")
-    if args.num_crops < 2 or args.num_heldout < 0:
-        parser.error("--num_crops must be 2 or more and --num_heldout 0 or more")
-    out = make_scan_crops(Path(args.output_dir), args.num_crops, args.num_heldout)
-    print(
-        f"{args.num_crops} training crops in {out / 'train'}, {args.num_heldout} held-out crops in {out / 'heldout'}"
-    )
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

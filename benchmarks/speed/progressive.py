@@ -7,7 +7,7 @@ and alpha 1 (full size) alternate, so a machine that gets busier slows both alik
 of their median times is the speed-up. ``uptime`` is printed with it: on a shared machine the
 absolute times move, the ratio much less.
 
-    OMP_NUM_THREADS=1 python -m benchmarks.bench_progressive
+    OMP_NUM_THREADS=1 python -m benchmarks.speed progressive
 """
 
 from __future__ import annotations

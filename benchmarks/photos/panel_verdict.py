@@ -11,7 +11,7 @@ from __future__ import annotations
 import statistics
 from typing import Dict, List, Optional, Sequence
 
-from benchmarks.panel import LABELS, YARDSTICKS
+from benchmarks.photos.panel import LABELS, YARDSTICKS
 
 MIN_SEEDS = 3
 

@@ -1,4 +1,4 @@
-"""The image-data benchmark behind ``python -m benchmarks.bench_data``: in memory vs streamed from the
+"""The image-data benchmark behind ``python -m benchmarks.data``: in memory vs streamed from the
 decode cache, on a generated folder of JPEGs.
 
 Each measurement runs the real trainer (:class:`GANTrainer`, as ``train_gan.py`` builds it) in a
@@ -96,9 +96,9 @@ def measure(argv: List[str], out_dir: Path, threads: int, warmup: int, steps: in
         **os.environ,
         "OMP_NUM_THREADS": str(threads),
         "MKL_NUM_THREADS": str(threads),
-        "PYTHONPATH": str(Path(__file__).resolve().parents[1]),
+        "PYTHONPATH": str(Path(__file__).resolve().parents[2]),
     }
-    code = "import sys, json; from benchmarks.data import child; child(json.loads(sys.argv[1]))"
+    code = "import sys, json; from benchmarks.data.paths import child; child(json.loads(sys.argv[1]))"
     spec = {
         "argv": [*argv, "--output_dir", str(out_dir)],
         "threads": threads,
@@ -166,7 +166,7 @@ def run_data_bench(args, print_fn=print) -> dict:
     import shutil
     import tempfile
 
-    from .common import ratios, summary
+    from benchmarks.common import ratios, summary
 
     work = Path(args.work_dir or tempfile.mkdtemp(prefix="bench_data_"))
     big, small = work / f"images_{args.num_images}", work / f"images_{args.small_num_images}"

@@ -7,7 +7,7 @@ import shutil
 import time
 from pathlib import Path
 
-from .common import summary, synchronize
+from benchmarks.common import summary, synchronize
 
 
 def bench_sampling(

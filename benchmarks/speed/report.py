@@ -10,7 +10,7 @@ from typing import Callable, Dict, List, Optional
 
 import torch
 
-from .common import set_threads
+from benchmarks.common import set_threads
 
 
 def machine() -> Dict[str, object]:
@@ -47,9 +47,9 @@ def machine() -> Dict[str, object]:
 
 
 def run_benchmark(args, command: str = "", log: Callable[[str], None] = print) -> dict:
-    from .classifier import bench_classifier
-    from .gan import GANBenchSetup, bench_gan
-    from .sampling import bench_sampling
+    from benchmarks.contenders.classifier import bench_classifier
+    from benchmarks.contenders.gan import GANBenchSetup, bench_gan
+    from benchmarks.contenders.sampling import bench_sampling
 
     set_threads(args.threads)
     work = Path(args.work_dir or tempfile.mkdtemp(prefix="gan_accel_bench_"))
@@ -75,7 +75,7 @@ def run_benchmark(args, command: str = "", log: Callable[[str], None] = print) -
         )
         result["gan"] = bench_gan(setup, variants, log=log, export_to=work / "generator")
     if "infogan" in parts:
-        from .infogan import InfoGANBenchSetup, bench_infogan
+        from benchmarks.contenders.infogan import InfoGANBenchSetup, bench_infogan
 
         setup = InfoGANBenchSetup(
             rounds=args.infogan_rounds, chunk=args.infogan_chunk, warmup=args.infogan_warmup, seed=args.seed
@@ -85,7 +85,7 @@ def run_benchmark(args, command: str = "", log: Callable[[str], None] = print) -
         )
         result["infogan"] = bench_infogan(setup, log=log)
     if "classifier" in parts:
-        from .corpora import default_setup
+        from benchmarks.corpora import default_setup
 
         result["classifier"] = {}
         for corpus in [c.strip() for c in args.classifier_corpora.split(",") if c.strip()]:

@@ -1,0 +1,3 @@
+from benchmarks.classifier import main
+
+raise SystemExit(main())

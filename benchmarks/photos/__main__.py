@@ -1,0 +1,3 @@
+from benchmarks.photos import main
+
+raise SystemExit(main())

@@ -1,0 +1,3 @@
+from benchmarks.speed import main
+
+raise SystemExit(main())
