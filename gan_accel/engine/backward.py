@@ -1,15 +1,17 @@
-"""One phase's backward: its loss under autocast with its frozen networks frozen, and the rule
-for values shared between phases (a freed graph, weights stepped since), as one line."""
+"""One phase's backward: its loss under autocast with its frozen networks frozen, the rule for
+values shared between phases (a freed graph, weights stepped since), as one line, and the
+warning for a phase that writes gradients into a trained network it neither trains nor freezes."""
 
 from __future__ import annotations
 
 import contextlib
-from typing import Dict, Optional
+from typing import Callable, Dict, Optional
 
 import torch
 from torch.autograd.graph import increment_version
 
 from ..errors import UserError
+from .recipe import Recipe
 from .step import Step
 
 
@@ -80,3 +82,55 @@ def shared_value_error(phase, err: RuntimeError) -> Exception:
             "stepped the networks it came from; compute that value inside the phase instead of in inputs"
         )
     return err
+
+
+_NOTHING = contextlib.nullcontext()
+
+
+class GradientLeaks:
+    """Warns, one line per (phase, network), when a phase's backward writes gradients into a network
+    that another phase trains but this one neither trains nor freezes (a G phase whose loss runs
+    through D, without ``frozen=["D"]``): nothing fails, but D's next update adds them to its own,
+    so D trains silently wrong. Checked at each phase's first backward only: hooks on those
+    networks' parameters, removed after it; later backwards pay one dict look-up."""
+
+    def __init__(self, recipe: Recipe, nets, warn: Callable[[str], None]) -> None:
+        self.warn = warn
+        self.unchecked = {}
+        for p in recipe.phases:
+            others = [n for n in recipe.trained() if n not in p.trains and n not in p.frozen]
+            if others:
+                self.unchecked[p.name] = {n: nets[n] for n in others}
+
+    def first_backward(self, phase: str):
+        """The context to run the phase's backward in: the check at its first backward, then none."""
+        networks = self.unchecked.pop(phase, None)
+        return self._check(phase, networks) if networks else _NOTHING
+
+    @contextlib.contextmanager
+    def _check(self, phase: str, networks: Dict[str, torch.nn.Module]):
+        written: Dict[str, None] = {}  # ordered: the networks in the order gradients reached them
+
+        def recorder(name):
+            def record(grad):
+                written[name] = None
+
+            return record
+
+        handles = [
+            q.register_hook(recorder(name))
+            for name, net in networks.items()
+            for q in net.parameters()
+            if q.requires_grad
+        ]
+        try:
+            yield
+        finally:
+            for handle in handles:
+                handle.remove()
+        for name in written:
+            self.warn(
+                f"warning: phase {phase!r} writes gradients into {name!r}, which it neither trains nor freezes: "
+                f'{name!r} would add them to its next update; add frozen=["{name}"] to Phase({phase!r}, ...) '
+                f"(or detach what the phase takes from {name!r})"
+            )

@@ -29,7 +29,7 @@ from ..data.streaming import stop_workers
 from ..errors import ConfigError, UserError
 from ..loop.guard import NonFiniteError, all_finite, what_is_kept
 from ..loop.run import TrainingRun
-from .backward import autocast, backward_phase, mark_stepped
+from .backward import GradientLeaks, autocast, backward_phase, mark_stepped
 from .cadence import AFTER_CHECKPOINT, BEFORE_SAVE, STEP, UPDATE, Hook, State
 from .extra_state import check_recipe, extra_tensors, load_extra_states, save_extra_states, write_recipe
 from .loader import batches_per_epoch, empty_epoch_message, num_samples
@@ -90,8 +90,8 @@ class Engine:
         self._plan_phases()
 
     def _plan_phases(self) -> None:
-        """Per phase, what the hot loop needs, computed once: the optimizers it steps and the
-        parameters it freezes."""
+        """Per phase, what the hot loop needs, computed once: the optimizers it steps, the
+        parameters it freezes, and the networks its first backward must not write into."""
         r = self.recipe
         self._trained = [self.nets[n] for n in r.trained()]
         self._steps = {
@@ -101,6 +101,7 @@ class Engine:
         self._frozen = {
             p.name: [q for n in p.frozen for q in self.nets[n].parameters() if q.requires_grad] for p in r.phases
         }
+        self._leaks = GradientLeaks(r, self.nets, self.run.print)
 
     def _spec(self, name: str):
         return next(o for o in self.recipe.optimizers if o.name == name)
@@ -148,7 +149,8 @@ class Engine:
                 with autocast(acc):
                     step.update(self.recipe.inputs(step))
             for i, phase in enumerate(active):
-                metrics.update(backward_phase(acc, phase, step, self._frozen[phase.name]))
+                with self._leaks.first_backward(phase.name):
+                    metrics.update(backward_phase(acc, phase, step, self._frozen[phase.name]))
                 for name, opt, sched, spec in self._steps[phase.name]:
                     verdicts[name] = apply_update(
                         acc,
