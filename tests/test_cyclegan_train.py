@@ -17,7 +17,7 @@ from gan_accel.cyclegan.config import (
     CycleGANTrainArguments,
 )
 from gan_accel.cyclegan.trainer import CycleGANTrainer
-from helpers import load_script, read_jsonl
+from helpers import GRADIENT_LEAK, load_script, read_jsonl
 
 train_cyclegan = load_script("train_cyclegan").main
 translate = load_script("translate").main
@@ -184,7 +184,7 @@ def test_resume_equals_uninterrupted_run(tmp_path, data_dir, accum):
     assert state["epoch"] >= 2
 
 
-def test_generator_phase_leaves_the_discriminators_untouched(tmp_path, data_dir):
+def test_generator_phase_leaves_the_discriminators_untouched(tmp_path, data_dir, capsys):
     """With accumulation, D's gradients from the previous micro-batch are still there when the G
     phase runs: the G loss, which goes through D_A and D_B, must neither change their weights nor
     add to those gradients."""
@@ -222,6 +222,7 @@ def test_generator_phase_leaves_the_discriminators_untouched(tmp_path, data_dir)
     assert seen.count("checked") == 6  # 3 updates x 2 micro-batches
     # ...and on accumulation micro-steps there were D gradients for the check to compare.
     assert any(grad is not None for entry in seen if entry != "checked" for _, grad in entry[0])
+    assert GRADIENT_LEAK not in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("script", ["train_cyclegan", "translate"])

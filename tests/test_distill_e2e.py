@@ -13,6 +13,7 @@ from safetensors.torch import load_file
 
 from classifier_fixtures import load_script, make_tiny, read_jsonl, single_thread, write_rows  # noqa: E402
 from distill_fixtures import distill_argv, distill_in_process, make_teacher  # noqa: E402
+from helpers import GRADIENT_LEAK
 from helpers import one_line_error as user_error
 
 one_thread = pytest.fixture(scope="module", autouse=True)(single_thread)
@@ -106,12 +107,13 @@ def test_each_loss_term_is_wired(setup, tmp_path, flags, logged, absent):
     assert logged <= record.keys() and not absent & record.keys(), record
 
 
-def test_student_from_its_own_checkpoint(setup, tmp_path):
+def test_student_from_its_own_checkpoint(setup, tmp_path, capsys):
     # The untrained tiny DistilBERT shares the teacher's tokenizer: a fresh head is drawn for it.
     out = distill_in_process(
         distill_argv(setup, tmp_path / "run", "--student_model_name_or_path", str(setup["tiny"]), "--max_steps", "3")
     )
     assert json.loads((out / "eval_results.json").read_text())["student"]["final"]["eval/samples"] == 101
+    assert GRADIENT_LEAK not in capsys.readouterr().out  # the teacher has no optimizer: its gradients train nothing
 
 
 # ---- refused before anything is written -------------------------------------------------------

@@ -22,6 +22,7 @@ from gan_accel.engine import AFTER_CHECKPOINT, UPDATE, Hook, LRSchedule, Network
 from gan_accel.engine.engine import Engine
 from gan_accel.gan.ema import EMA
 from gan_accel.loop import TrainingRun
+from helpers import GRADIENT_LEAK
 
 N, DIM, CODE = 96, 8, 4
 
@@ -39,7 +40,9 @@ def g_loss(s):
     return adversarial + perceptual, {"loss/G": adversarial.detach(), "loss/perceptual": perceptual.detach()}
 
 
-def build_recipe(data: torch.Tensor, steps: int, with_encoder: bool = True, shared_optimizer: bool = True) -> Recipe:
+def build_recipe(
+    data: torch.Tensor, steps: int, with_encoder: bool = True, shared_optimizer: bool = True, freeze_d: bool = True
+) -> Recipe:
     torch.manual_seed(0)
     G, D = (
         nn.Linear(CODE if with_encoder else DIM, DIM),
@@ -67,7 +70,14 @@ def build_recipe(data: torch.Tensor, steps: int, with_encoder: bool = True, shar
         ],
         phases=[
             Phase("D", trains=["D"], loss=d_loss),
-            Phase("G", trains=["G", "E"] if with_encoder else ["G"], frozen=["D"], loss=g_loss, every=2, offset=1),
+            Phase(
+                "G",
+                trains=["G", "E"] if with_encoder else ["G"],
+                frozen=["D"] if freeze_d else [],
+                loss=g_loss,
+                every=2,
+                offset=1,
+            ),
         ],
         progress="G",
         inputs=inputs,
@@ -82,6 +92,7 @@ def train(
     with_encoder: bool = True,
     checkpointing_steps: int = 0,
     setup=None,
+    freeze_d: bool = True,
 ) -> Engine:
     run_args = RunArguments(
         output_dir=str(output_dir),
@@ -92,7 +103,7 @@ def train(
     run = TrainingRun(run_args, {"steps_planned": 8, "batch_size": batch_size * 1}, project="engine_test")
     data = torch.randn(N, DIM, generator=torch.Generator().manual_seed(1))
     loader = DataLoader(range(N), batch_size=batch_size, sampler=ResumableSampler(N, seed=0), drop_last=True)
-    engine = Engine(run, build_recipe(data, 8, with_encoder), loader, max_steps=steps)
+    engine = Engine(run, build_recipe(data, 8, with_encoder, freeze_d=freeze_d), loader, max_steps=steps)
     ema = EMA(engine.module("G"), decay=0.9)
     engine.add(State("ema", ema), Hook(lambda: ema.update(engine.module("G"), run.state.step), when=UPDATE))
     if setup is not None:
@@ -170,6 +181,18 @@ def test_mixed_precision_off_enters_no_autocast(tmp_path, monkeypatch):
 
     engine = train(tmp_path / "run", 2, setup=refuse_autocast)
     assert engine.state.step == 2
+
+
+def test_a_phase_writing_gradients_into_a_network_it_neither_trains_nor_freezes_warns(tmp_path, capsys):
+    # G's loss runs through D: without frozen=["D"] its backward writes D's gradients, which D's
+    # next update would add to its own. One line per (phase, network), at the phase's first
+    # backward only; the correct recipe (D frozen in G's phase, fakes detached in D's) says nothing.
+    train(tmp_path / "leaky", 3, freeze_d=False)
+    warned = [line for line in capsys.readouterr().out.splitlines() if GRADIENT_LEAK in line]
+    assert len(warned) == 1, warned
+    assert "phase 'G'" in warned[0] and "'D'" in warned[0] and 'frozen=["D"]' in warned[0], warned[0]
+    train(tmp_path / "frozen", 3)
+    assert GRADIENT_LEAK not in capsys.readouterr().out
 
 
 def test_two_processes_equal_one_process(tmp_path):

@@ -12,7 +12,7 @@ from safetensors.torch import load_file
 from gan_accel.config import RunArguments
 from gan_accel.gan.config import GANDataArguments, GANModelArguments, GANTrainArguments
 from gan_accel.gan.trainer import GANTrainer
-from helpers import TINY_GAN, kept_evaluation, load_script, read_jsonl
+from helpers import GRADIENT_LEAK, TINY_GAN, kept_evaluation, load_script, read_jsonl
 
 train_gan = load_script("train_gan").main
 sample_gan = load_script("sample_gan").main
@@ -158,7 +158,7 @@ def trainer(out, max_steps, **overrides):
 
 
 @pytest.mark.parametrize("schedule,accum,n_critic", [("linear", 1, 1), ("linear", 2, 1), ("cosine", 2, 2)])
-def test_lr_schedule_ends_at_the_last_update(tmp_path, schedule, accum, n_critic):
+def test_lr_schedule_ends_at_the_last_update(tmp_path, capsys, schedule, accum, n_critic):
     t = trainer(
         tmp_path / "run",
         6,
@@ -175,6 +175,7 @@ def test_lr_schedule_ends_at_the_last_update(tmp_path, schedule, accum, n_critic
     assert t.engine.schedulers["G"].scheduler.last_epoch == 6
     assert t.engine.schedulers["D"].scheduler.last_epoch == 6 * n_critic
     assert t.run.state.micro_step == 6 * accum * n_critic
+    assert GRADIENT_LEAK not in capsys.readouterr().out  # G's phase freezes D, D's reads detached fakes
 
 
 def tensors_of(ckpt):

@@ -14,7 +14,7 @@ import torch
 from safetensors.torch import load_file
 
 from benchmarks.common import reset_accelerate
-from helpers import ROOT, one_line_error, read_jsonl
+from helpers import GRADIENT_LEAK, ROOT, one_line_error, read_jsonl
 
 EXAMPLE = ROOT / "docs" / "infogan_example.py"
 # Tiny: 6 updates of batch 16 on the 16 px digits.
@@ -64,7 +64,7 @@ def test_the_example_trains_and_draws_a_row_per_code_value(straight):
     assert Image.open(straight / "samples" / "step_000006.png").size == (8 * 18 + 2, 10 * 18 + 2)
 
 
-def test_a_sigterm_then_resume_equals_the_straight_run(tmp_path, straight):
+def test_a_sigterm_then_resume_equals_the_straight_run(tmp_path, straight, capsys):
     module = example()
     from gan_accel.config import RunArguments
 
@@ -86,6 +86,7 @@ def test_a_sigterm_then_resume_equals_the_straight_run(tmp_path, straight):
     assert (run / "samples" / "step_000006.png").read_bytes() == (
         straight / "samples" / "step_000006.png"
     ).read_bytes()
+    assert GRADIENT_LEAK not in capsys.readouterr().out  # D frozen in GQ's phase, detached fakes in D's
 
 
 def torchrun(*args: str) -> None:

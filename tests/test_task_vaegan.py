@@ -22,7 +22,7 @@ from gan_accel.data import ResumableSampler
 from gan_accel.engine import Network, Optimizer, Phase, RandomStreams, Recipe, adam
 from gan_accel.errors import ConfigError
 from gan_accel.runner import Output, Plan, Task
-from helpers import read_jsonl
+from helpers import GRADIENT_LEAK, read_jsonl
 from run_fixtures import LockHolder, user_error
 
 N, DIM = 48, 8  # 48 samples, batches of 8: 6 updates an epoch
@@ -145,6 +145,7 @@ def test_resumes_exactly_across_an_epoch_boundary(tmp_path, capsys):
     assert steps == list(range(1, 9))
     out = capsys.readouterr().out
     assert f"Run folder: {tmp_path / 'split'}  (decoder: {tmp_path / 'split' / 'decoder'})" in out
+    assert GRADIENT_LEAK not in out
 
 
 def test_resume_policy_comes_from_the_fields(tmp_path, capsys):

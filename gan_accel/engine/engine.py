@@ -18,126 +18,27 @@ Tasks do not call it themselves: :mod:`gan_accel.runner` runs the whole sequence
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import operator
 from pathlib import Path
 from typing import Dict, List, Optional
 
 import torch
-from torch.autograd.graph import increment_version
 
 from .. import interrupt
 from ..data.streaming import stop_workers
 from ..errors import ConfigError, UserError
 from ..loop.guard import NonFiniteError, all_finite, what_is_kept
 from ..loop.run import TrainingRun
+from .backward import GradientLeaks, autocast, backward_phase, mark_stepped
 from .cadence import AFTER_CHECKPOINT, BEFORE_SAVE, STEP, UPDATE, Hook, State
 from .extra_state import check_recipe, extra_tensors, load_extra_states, save_extra_states, write_recipe
+from .loader import batches_per_epoch, empty_epoch_message, num_samples
 from .optim import build_scheduler
 from .prepare import prepare_recipe
 from .recipe import Recipe
 from .step import Nets, Step
 from .update import apply_update
-
-
-def num_samples(batch) -> int:
-    """Samples in a micro-batch: a tensor's first dimension, or that of a dict's first tensor."""
-    if torch.is_tensor(batch):
-        return batch.shape[0]
-    values = batch.values() if hasattr(batch, "values") else batch
-    return next(v.shape[0] for v in values if torch.is_tensor(v))
-
-
-def batches_per_epoch(loader) -> Optional[int]:
-    """Batches one process gets per epoch (None: the loader has no length)."""
-    try:
-        return len(loader)
-    except TypeError:
-        return None
-
-
-def empty_epoch_message(loader, num_processes: int) -> str:
-    """Why the training loader yields no batch, naming the flag to change: an epoch without a
-    batch makes no step, and the loop would start the next one forever."""
-    try:
-        size = f"{len(loader.dataset)} samples"
-    except TypeError:
-        size = "its samples"
-    per = f" per process x {num_processes} processes" if num_processes > 1 else ""
-    batch = getattr(loader, "batch_size", None)
-    batch = f"--batch_size {batch}{per}" if batch else "the batch size"
-    full = ", full batches only" if getattr(loader, "drop_last", False) else ""
-    return f"the training data yields no batch in an epoch ({size}; {batch}{full}): lower --batch_size or add data"
-
-
-def autocast(accelerator):
-    """``accelerator.autocast()``, or a bare ``nullcontext`` when mixed precision is off: Accelerate
-    would also return one then, after building its state and a generator-based context for each
-    call (several times per update, as much as a small model's update costs in optimizer kernels)."""
-    return accelerator.autocast() if accelerator.native_amp else contextlib.nullcontext()
-
-
-def backward_phase(accelerator, phase, step: Step, frozen: Optional[list] = None) -> Dict[str, torch.Tensor]:
-    """The phase's loss (under autocast) and its backward, with the parameters of its frozen
-    networks frozen: the loss may run through them but must not write their gradients
-    (accumulation would add those to their next update). Freezing a whole network is DDP-safe,
-    and the gradient still flows through its activations. ``frozen``: the parameters to freeze
-    (by default those of ``phase.frozen`` that train)."""
-    if frozen is None:
-        frozen = [q for n in phase.frozen for q in step.nets[n].parameters() if q.requires_grad]
-    for q in frozen:
-        q.requires_grad_(False)
-    try:
-        with autocast(accelerator):
-            loss, metrics = phase.loss(step)
-        try:
-            accelerator.backward(loss, retain_graph=phase.retain_graph)
-        except RuntimeError as err:
-            raise shared_value_error(phase, err) from None
-    finally:
-        for q in frozen:
-            q.requires_grad_(True)
-    return metrics
-
-
-def mark_stepped(optimizer) -> None:
-    """Make autograd see an optimizer step as the in-place change it is: a fused step does not
-    bump the parameters' version counters, so a later phase backpropagating through a value made
-    with the old weights would silently get gradients of weights that no longer exist."""
-    for group in optimizer.param_groups:
-        for p in group["params"]:
-            increment_version(p)
-
-
-# PyTorch's generic errors for the two ways a phase can misuse a value shared between phases.
-_SECOND_BACKWARD = "backward through the graph a second time"
-_STEPPED_SINCE = "modified by an inplace operation"
-
-
-def shared_value_error(phase, err: RuntimeError) -> Exception:
-    """The rule for values shared between phases, as one line naming the phase (other errors are
-    returned unchanged). A value made in ``inputs`` may serve several phases, but:
-
-    - a graph is freed by the first backward through it: a later phase that backpropagates through
-      it again needs the earlier phase to declare ``Phase(..., retain_graph=True)`` (or to use a
-      ``.detach()``-ed copy, when it needs no gradient into those networks);
-    - an optimizer step changes its networks' weights in place: a phase cannot backpropagate
-      through a value computed by networks an earlier phase of the same micro-batch stepped;
-      compute that value inside the phase (a recompute) instead.
-    """
-    message = str(err)
-    if _SECOND_BACKWARD in message:
-        return UserError(
-            f"recipe: phase {phase.name!r} backpropagates through a graph an earlier phase's backward "
-            "already freed; declare retain_graph=True on the earlier phase, or detach the value there"
-        )
-    if _STEPPED_SINCE in message:
-        return UserError(
-            f"recipe: phase {phase.name!r} backpropagates through a value made before an earlier phase "
-            "stepped the networks it came from; compute that value inside the phase instead of in inputs"
-        )
-    return err
 
 
 class Engine:
@@ -190,8 +91,8 @@ class Engine:
         self._plan_phases()
 
     def _plan_phases(self) -> None:
-        """Per phase, what the hot loop needs, computed once: the optimizers it steps and the
-        parameters it freezes."""
+        """Per phase, what the hot loop needs, computed once: the optimizers it steps, the
+        parameters it freezes, and the networks its first backward must not write into."""
         r = self.recipe
         self._trained = [self.nets[n] for n in r.trained()]
         self._steps = {
@@ -201,6 +102,7 @@ class Engine:
         self._frozen = {
             p.name: [q for n in p.frozen for q in self.nets[n].parameters() if q.requires_grad] for p in r.phases
         }
+        self._leaks = GradientLeaks(r, self.nets, self.run.print)
 
     def _spec(self, name: str):
         return next(o for o in self.recipe.optimizers if o.name == name)
@@ -248,7 +150,8 @@ class Engine:
                 with autocast(acc):
                     step.update(self.recipe.inputs(step))
             for i, phase in enumerate(active):
-                metrics.update(backward_phase(acc, phase, step, self._frozen[phase.name]))
+                with self._leaks.first_backward(phase.name):
+                    metrics.update(backward_phase(acc, phase, step, self._frozen[phase.name]))
                 for name, opt, sched, spec in self._steps[phase.name]:
                     verdicts[name] = apply_update(
                         acc,
