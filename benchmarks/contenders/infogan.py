@@ -28,10 +28,9 @@ from benchmarks.contenders.gan import (
     max_abs_diff,
     scratch_dir,
 )
+from gan_accel.engine.streams import named_stream_seed
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "docs" / "infogan_example.py"
-STREAMS = ("z", "c", "u")  # the example's RandomStreams, in its order (the seed's last term)
-SEED_WIDTH = 8  # RandomStreams' width for fewer than 8 streams
 
 
 @dataclass
@@ -101,9 +100,9 @@ class PlainInfoGAN:
         self.losses = []
 
     def draw(self, stream: str):
-        """Seeded per (seed, step, stream), as RandomStreams does: nothing to save on resume."""
-        s = self.setup
-        return self.gen.manual_seed((s.seed * 1_000_003 + self.step) * SEED_WIDTH + STREAMS.index(stream))
+        """Seeded per (seed, step, stream), as the example's RandomStreams (declared by name) does:
+        nothing to save on resume."""
+        return self.gen.manual_seed(named_stream_seed(self.setup.seed, self.step, stream))
 
     def advance(self, num_steps: int) -> None:
         a, acc, G, Q, D = self.args, self.accelerator, self.G, self.Q, self.D

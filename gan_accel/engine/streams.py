@@ -33,6 +33,13 @@ MIN_WIDTH = 8  # the seeds of the first GAN recipes' five streams, kept so their
 SEED_BITS = 63  # torch seeds are 64-bit; 63 keeps every seed a non-negative int64 as well
 
 
+def named_stream_seed(seed: int, counter: int, name: str) -> int:
+    """The seed of stream ``name`` at micro-step ``counter`` (streams declared by name): a
+    hand-written loop that wants a task's exact draws seeds its generator with this."""
+    key = f"{seed}\0{counter}\0{name}".encode()
+    return int.from_bytes(hashlib.blake2b(key, digest_size=8).digest(), "little") >> (64 - SEED_BITS)
+
+
 class RandomStreams:
     def __init__(
         self, names: Union[Sequence[str], Mapping[str, int]], seed: int, accelerator, batch_size: int
@@ -56,9 +63,7 @@ class RandomStreams:
         if name not in self.index:
             raise ConfigError(f"random streams: no stream {name!r} (declared: {', '.join(self.index)})")
         if self.by_name:
-            key = f"{self.seed}\0{counter}\0{name}".encode()
-            seed = int.from_bytes(hashlib.blake2b(key, digest_size=8).digest(), "little") >> (64 - SEED_BITS)
-            return self._generator.manual_seed(seed)
+            return self._generator.manual_seed(named_stream_seed(self.seed, counter, name))
         return self._generator.manual_seed((self.seed * 1_000_003 + counter) * self.width + self.index[name])
 
     def _slice(self, x: torch.Tensor) -> torch.Tensor:
