@@ -135,9 +135,11 @@ def write_checked(export: Callable[[Path], dict], out: Path, feeds: Optional[dic
 
     from gan_accel.loop.atomic import write_failure
     from gan_accel.models.onnx_export import run_onnx
+    from gan_accel.writes import write_point
 
     candidate = out.with_name(f".unchecked-{out.name}")  # beside out: the rename cannot fail halfway
     try:
+        write_point(candidate)
         inputs = export(candidate)
         diff = None
         if feeds is not None:

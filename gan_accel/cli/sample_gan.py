@@ -178,6 +178,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     (args,) = parse_config((SampleArguments,), argv, description=__doc__)
     import torch
 
+    from gan_accel.loop.atomic import write_text_atomic
     from gan_accel.models import load_generator
     from gan_accel.sampling import (
         class_rows,
@@ -243,7 +244,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         ],
         "regenerate": regenerate_command(args),
     }
-    (out / SEEDS_FILE).write_text(json.dumps(listing, indent=2) + "\n")
+    write_text_atomic(out / SEEDS_FILE, json.dumps(listing, indent=2) + "\n", "seed list")
     print(f"Seeds: {out / SEEDS_FILE}")
     return 0
 

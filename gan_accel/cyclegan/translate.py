@@ -60,6 +60,8 @@ def translate_folder(
     skipped = 0
     from torchvision.utils import save_image  # on use, as in gan_accel.sampling.save_grid
 
+    from ..loop.atomic import atomic_file
+
     for start in range(0, len(files), batch_size):
         batch = []
         names = []
@@ -76,7 +78,8 @@ def translate_folder(
         for image, name in zip(out, names):
             target = output_dir / name
             target.parent.mkdir(parents=True, exist_ok=True)
-            save_image(image, str(target), normalize=True, value_range=(-1, 1))
+            with atomic_file(target, "translation") as tmp:
+                save_image(image, str(tmp), normalize=True, value_range=(-1, 1))
             written += 1
     if not written:
         raise UserError(f"--input_dir {input_dir}: none of the {len(files)} image files could be read")
