@@ -55,7 +55,10 @@ def cli_entry(main: Callable[[Optional[Sequence[str]]], int]) -> Callable[[Optio
 
     @functools.wraps(main)
     def wrapper(argv: Optional[Sequence[str]] = None) -> int:
+        from .writes import forget_outputs
+
         args = list(sys.argv[1:] if argv is None else argv)
+        forget_outputs()  # a failed write names this command's flags, not the last one's
         try:
             with answering_signals():
                 interrupt.phase("start")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Optional
 
@@ -78,14 +77,12 @@ def save_grid(images: torch.Tensor, path: Path, nrow: int = 8) -> Path:
     # torchvision imported on use: with it comes torch._dynamo (~2 s on a 2-core CPU), which `--help` and error exits do not need
     from torchvision.utils import make_grid, save_image
 
+    from .loop.atomic import atomic_file
+
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".tmp-{path.name}")  # same suffix: save_image picks the format from it
     grid = make_grid(images.detach().float().cpu(), nrow=nrow, normalize=True, value_range=(-1, 1), padding=2)
-    try:
+    with atomic_file(path, "image grid") as tmp:  # same suffix: save_image picks the format from it
         save_image(grid, str(tmp))
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
     return path
 
 
@@ -93,10 +90,13 @@ def save_individual(images: torch.Tensor, folder: Path, start: int = 0) -> int:
     folder = Path(folder)
     from torchvision.utils import save_image  # on use, as in save_grid
 
+    from .loop.atomic import atomic_file
+
     folder.mkdir(parents=True, exist_ok=True)
     for i, img in enumerate(images):
         with interrupt.deferred():  # a signal lands between two files, not inside one
-            save_image(img, str(folder / f"{start + i:06d}.png"), normalize=True, value_range=(-1, 1))
+            with atomic_file(folder / f"{start + i:06d}.png", "image") as tmp:
+                save_image(img, str(tmp), normalize=True, value_range=(-1, 1))
             interrupt.phase("write")
     return len(images)
 
@@ -178,11 +178,14 @@ def save_gif(frames: list, path: Path, duration_ms: int = 80) -> Path:
     """An animated GIF that loops forever from a list of ``[C, H, W]`` tensors in [-1, 1]."""
     from PIL import Image
 
+    from .loop.atomic import atomic_file
+
     pictures = []
     for frame in frames:
         array = ((frame.clamp(-1, 1) + 1) * 127.5).round().to(torch.uint8).permute(1, 2, 0).numpy()
         pictures.append(Image.fromarray(array[:, :, 0] if array.shape[2] == 1 else array))
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    pictures[0].save(path, save_all=True, append_images=pictures[1:], duration=duration_ms, loop=0)
+    with atomic_file(path, "animation") as tmp:
+        pictures[0].save(tmp, save_all=True, append_images=pictures[1:], duration=duration_ms, loop=0)
     return path

@@ -12,6 +12,7 @@ import torch
 import torch.nn.functional as F
 
 from ..engine import BestKeeper
+from ..loop.atomic import write_text_atomic
 from ..loop.guard import all_finite
 from ..metrics import classification_metrics
 from .model import export_model
@@ -89,7 +90,7 @@ def export_best(accelerator, model, tokenizer, out: Path, state, metrics: Dict[s
     if accelerator.is_main_process:
         export_model(accelerator.unwrap_model(model), tokenizer, out)
         record = {"step": state.step, "epoch": state.epoch, **metrics}
-        (out / "eval_results.json").write_text(json.dumps(record, indent=2) + "\n")
+        write_text_atomic(out / "eval_results.json", json.dumps(record, indent=2) + "\n", "results")
     accelerator.wait_for_everyone()
 
 
@@ -116,5 +117,5 @@ def write_eval_results(trainer, out: Path) -> dict:
         "steps": trainer.run.state.step,
         "confusion": getattr(trainer, "last_confusion", None),  # [true][predicted], the final evaluation
     }
-    (out / "eval_results.json").write_text(json.dumps(results, indent=2) + "\n")
+    write_text_atomic(out / "eval_results.json", json.dumps(results, indent=2) + "\n", "results")
     return results

@@ -3,8 +3,8 @@ the real-data floor, and (--nearest) a memorisation check.
 
     gan-accel evaluate-gan --generator runs/digits/generator --dataset digits --num_images 1000 --nearest
 
-Prints a summary and writes OUTPUT_DIR/eval_results.json (OUTPUT_DIR defaults to the generator
-folder) with every number's bootstrap interval and its metric protocol (compare two results with
+Prints a summary and writes OUTPUT_DIR/eval_results.json (OUTPUT_DIR defaults to GENERATOR_eval
+beside the generator folder, which a run's next export replaces) with every number's bootstrap interval and its metric protocol (compare two results with
 gan-accel compare-metrics A.json B.json); --nearest adds OUTPUT_DIR/nearest.png. The domain
 classifier and the real reference statistics are cached under --cache_dir.
 """
@@ -21,9 +21,10 @@ from gan_accel import interrupt
 from gan_accel.config import check_choice, check_positive, choice, parse_config
 from gan_accel.data import DATASETS, load_image_data
 from gan_accel.data.fingerprint import FOLDER_DATASETS
-from gan_accel.data.paths import check_folders, is_within
+from gan_accel.data.paths import check_folders
 from gan_accel.device import check_device
 from gan_accel.errors import ConfigError, UserError, cli_entry
+from gan_accel.loop.atomic import atomic_file, write_text_atomic
 from gan_accel.metrics import FEATURE_EXTRACTORS, GANEvaluator, format_result
 from gan_accel.metrics.bootstrap import BOOTSTRAP_RESAMPLES
 from gan_accel.metrics.fidelity import MIN_IMAGES, check_num_images
@@ -48,7 +49,10 @@ class EvalArguments:
         "Feature space of FID/KID: a classifier trained on the real data, or Inception-v3 (local weights).",
     )
     output_dir: Optional[str] = field(
-        default=None, metadata={"help": "Folder for eval_results.json (default: the generator folder)."}
+        default=None,
+        metadata={
+            "help": "Folder for eval_results.json (default: GENERATOR_eval beside the generator folder; not inside it)."
+        },
     )
     image_size: Optional[int] = field(
         default=None,
@@ -129,10 +133,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     # The generator first (seconds): its own config.json fixes the image size and channels, and
     # a conflicting flag must fail before the minutes of domain-classifier training.
     G = load_generator(args.generator)
-    if args.output_dir and not is_within(args.output_dir, args.generator):
-        # The default, the generator folder itself, is where its results belong.
-        data_dir = args.data_dir if args.dataset in FOLDER_DATASETS else None
-        check_folders({"--generator": args.generator, "--data_dir": data_dir}, {"--output_dir": args.output_dir})
+    # Not inside the generator folder: the run's next export replaces it, results and all.
+    args = replace(args, output_dir=args.output_dir or str(default_output_dir(args.generator)))
+    data_dir = args.data_dir if args.dataset in FOLDER_DATASETS else None
+    check_folders(
+        {"--generator": args.generator, "--data_dir": data_dir},
+        {"--output_dir": args.output_dir, "--cache_dir": args.cache_dir},
+    )
     for flag in ("image_size", "channels"):
         given = getattr(args, flag)
         own = getattr(G, flag)
@@ -158,16 +165,22 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     )
     result = evaluator.evaluate_full(G)
     print(format_result(result))
-    out_dir = Path(args.output_dir or args.generator)
+    out_dir = Path(args.output_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     record = {**asdict(result), "config": asdict(args)}
     if args.nearest:
         record["memorisation"] = write_nearest(evaluator, G, args.nearest_rows, out_dir)
     path = out_dir / "eval_results.json"
     with interrupt.deferred():  # a signal lands before or after the file, not inside it
-        path.write_text(json.dumps(record, indent=2) + "\n")
+        write_text_atomic(path, json.dumps(record, indent=2) + "\n", "results")
     print(f"wrote {path}")
     return 0
+
+
+def default_output_dir(generator: str) -> Path:
+    """``RUN/generator`` -> ``RUN/generator_eval``: beside the export, where no export replaces it."""
+    folder = Path(generator)
+    return folder.with_name(f"{folder.resolve().name}_eval")
 
 
 def write_nearest(evaluator: GANEvaluator, G, rows: int, out_dir: Path) -> dict:
@@ -178,7 +191,8 @@ def write_nearest(evaluator: GANEvaluator, G, rows: int, out_dir: Path) -> dict:
 
     report, grid = check_memorisation(evaluator, G, rows=rows)
     grid_path = out_dir / "nearest.png"
-    save_image(grid, grid_path)
+    with atomic_file(grid_path, "image grid") as tmp:
+        save_image(grid, tmp)
     report["grid"] = str(grid_path)
     verdict = "no sign of copying"
     if report["copying"]:

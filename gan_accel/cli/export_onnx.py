@@ -57,6 +57,9 @@ class ExportOnnxArguments:
             raise ConfigError("pass exactly one of --generator DIR and --translator DIR")
         if self.output is not None and Path(self.output).is_dir():
             raise ConfigError(f"--output {self.output}: is a folder; pass a file name such as model.onnx")
+        if self.output is not None and Path(self.output).suffix.lower() != ".onnx":
+            # The names it owns: another name may be the user's own file, replaced by a graph.
+            raise ConfigError(f"--output {self.output}: not a .onnx file name; pass a name such as model.onnx")
         if self.push_to_hub and not self.hub_model_id:
             raise ConfigError("--push_to_hub needs --hub_model_id USER/NAME (the Hub repo to create or update)")
         check_hub_model_id("hub_model_id", self.hub_model_id)
@@ -135,9 +138,11 @@ def write_checked(export: Callable[[Path], dict], out: Path, feeds: Optional[dic
 
     from gan_accel.loop.atomic import write_failure
     from gan_accel.models.onnx_export import run_onnx
+    from gan_accel.writes import write_point
 
     candidate = out.with_name(f".unchecked-{out.name}")  # beside out: the rename cannot fail halfway
     try:
+        write_point(candidate)
         inputs = export(candidate)
         diff = None
         if feeds is not None:

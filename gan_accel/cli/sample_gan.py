@@ -163,6 +163,48 @@ def check_conditional_flags(args: SampleArguments, num_classes: int) -> None:
         raise UserError(f"--class_label {args.class_label}: the generator has classes 0..{num_classes - 1}")
 
 
+def training_data(generator: str) -> Optional[str]:
+    """The image folder the run that exported ``generator`` trained on (samples written there would
+    be read back as real images by its next run), or None."""
+    from gan_accel.data.paths import RUN_MARKER, is_run_folder
+
+    run = Path(generator).resolve().parent
+    if not is_run_folder(run):
+        return None
+    try:
+        config = json.loads((run / RUN_MARKER).read_text())
+    except (OSError, ValueError):
+        return None
+    data_dir = config.get("data_dir") if isinstance(config, dict) else None
+    # As given to train-gan: absolute, or relative to where it ran (here, most often).
+    return str(data_dir) if data_dir and config.get("dataset") == "folder" else None
+
+
+def written_before(out: Path) -> set:
+    """The names an earlier sample-gan wrote in ``out``, from its seeds.json (empty when there is
+    none, or when seeds.json is not one of ours)."""
+    try:
+        listing = json.loads((out / SEEDS_FILE).read_text())
+        owned = {SEEDS_FILE, *listing.get("files", [])} | {image["file"] for image in listing["images"]}
+        return owned if "sample-gan" in listing.get("regenerate", "") else set()
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return set()
+
+
+def check_replaceable(args: SampleArguments, out: Path, names: list) -> None:
+    """A file this command would write in --output_dir must be absent or one an earlier sample-gan
+    wrote there (listed in its seeds.json): the user's own 000000.png is never replaced."""
+    planned = ["interpolation.png", "interpolation.gif"] if args.interpolate else list(names)
+    planned += ["class_grid.png"] * args.class_grid + [SEEDS_FILE]
+    owned = written_before(out)
+    for name in planned:
+        if (out / name).exists() and name not in owned:
+            raise UserError(
+                f"--output_dir {out}: {out / name} is not a file sample-gan wrote (no seeds.json of sample-gan "
+                "there lists it); it would be replaced: choose an empty or new --output_dir"
+            )
+
+
 def regenerate_command(args: SampleArguments) -> str:
     """The command line that writes one listed image again (``{seed}`` to fill in)."""
     parts = [f"gan-accel sample-gan --generator {args.generator} --seeds {{seed}} --output_dir OUT"]
@@ -178,6 +220,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     (args,) = parse_config((SampleArguments,), argv, description=__doc__)
     import torch
 
+    from gan_accel.loop.atomic import write_text_atomic
     from gan_accel.models import load_generator
     from gan_accel.sampling import (
         class_rows,
@@ -191,7 +234,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     )
 
     G = load_generator(args.generator)  # first: it says when --generator is a run folder, not an export
-    check_folders({"--generator": args.generator}, {"--output_dir": args.output_dir, "--grid": args.grid})
+    check_folders(
+        {"--generator": args.generator, "--data_dir of its run": training_data(args.generator)},
+        {"--output_dir": args.output_dir, "--grid": args.grid},
+    )
     num_classes = G.num_classes
     check_conditional_flags(args, num_classes)
     seeds = args.seed_list
@@ -202,6 +248,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         labels = torch.tensor([fixed if fixed is not None else seed_label(s, num_classes) for s in seeds])
     out = Path(args.output_dir)
     names = [f"{i:06d}.png" for i in range(len(seeds))]
+    check_replaceable(args, out, names)
     if args.interpolate:
         paths = interpolation_paths(z, args.interpolate)  # [n, steps, z_dim]
         path_labels = labels.repeat_interleave(args.interpolate) if labels is not None else None
@@ -242,8 +289,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             for name, s, y in zip(names, seeds, labels if labels is not None else seeds)
         ],
         "regenerate": regenerate_command(args),
+        "files": sorted(
+            {*names, *(["interpolation.gif"] if args.interpolate else [])}
+            | ({"class_grid.png"} if args.class_grid else set())
+        ),
     }
-    (out / SEEDS_FILE).write_text(json.dumps(listing, indent=2) + "\n")
+    write_text_atomic(out / SEEDS_FILE, json.dumps(listing, indent=2) + "\n", "seed list")
     print(f"Seeds: {out / SEEDS_FILE}")
     return 0
 

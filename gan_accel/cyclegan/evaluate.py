@@ -22,6 +22,7 @@ import torch
 import torch.nn as nn
 
 from ..data import ImageData, to_float_images
+from ..loop.atomic import write_text_atomic
 from ..metrics import DomainFeatures, DomainTrainSettings, FeatureDistance, load_or_train_domain_model
 from ..metrics.bootstrap import BOOTSTRAP_LEVEL, BOOTSTRAP_RESAMPLES, bootstrap_intervals
 from ..metrics.cache import data_fingerprint, resolve_cache_dir
@@ -197,5 +198,5 @@ def write_results(results: Dict[str, TranslationResult], step: int, out: Path) -
     """``OUT/eval_results.json``: the step and both directions' results."""
     path = Path(out) / "eval_results.json"
     payload = {"step": step, **{k: asdict(v) for k, v in results.items()}}
-    path.write_text(json.dumps(payload, indent=2) + "\n")
+    write_text_atomic(path, json.dumps(payload, indent=2) + "\n", "results")
     return path

@@ -61,6 +61,8 @@ def translate_folder(
     skipped = 0
     from torchvision.utils import save_image  # on use, as in gan_accel.sampling.save_grid
 
+    from ..loop.atomic import atomic_file
+
     for start in range(0, len(files), batch_size):
         batch = []
         names = []
@@ -78,7 +80,8 @@ def translate_folder(
             target = output_dir / name
             target.parent.mkdir(parents=True, exist_ok=True)
             with interrupt.deferred():  # a signal lands between two files, not inside one
-                save_image(image, str(target), normalize=True, value_range=(-1, 1))
+                with atomic_file(target, "translation") as tmp:
+                    save_image(image, str(tmp), normalize=True, value_range=(-1, 1))
                 interrupt.phase("write")
             written += 1
     if not written:

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import errno
 import importlib
+import os
 from pathlib import Path
 from typing import FrozenSet, Iterable, Mapping, Optional, Sequence, Set, Tuple, Union
 
 from ..errors import UserError
+from ..writes import declare_output, write_point
 
 PathLike = Union[str, Path]
 
@@ -125,3 +128,24 @@ def check_folders(
                 f"{write_flag} {target}: inside {run / name}, which the run in {run} replaces at its next "
                 f"export or --overwrite_output_dir; choose {_a(write_flag)} outside it"
             )
+        check_can_write(write_flag, target)
+        declare_output(write_flag, target)
+
+
+def check_can_write(flag: str, target: PathLike) -> None:
+    """Whether ``target`` (a folder or a file) can be written, asked of the nearest part of it that
+    exists before any work: a read-only file system or folder found after minutes of evaluation
+    loses those minutes. A write point, so an injected fault can stand for a read-only disk."""
+    place = Path(target)
+    while not place.exists() and place != place.parent:
+        place = place.parent
+    if place.is_file():
+        place = place.parent
+    try:
+        write_point(place)
+        if not os.access(place, os.W_OK):
+            raise OSError(errno.EACCES, os.strerror(errno.EACCES))
+    except OSError as err:
+        raise UserError(
+            f"{flag} {target}: cannot write in {place} ({err.strerror}); choose {_a(flag)} on a writable disk"
+        ) from None

@@ -15,6 +15,7 @@ from typing import Callable, Dict, List, Optional
 import torch
 
 from ..engine import UPDATE, Hook, State
+from ..loop.atomic import atomic_file, write_text_atomic
 from ..loop.budget import TimeBudget, format_duration, parse_duration
 from ..loop.rundir import SCORE_FILE
 from ..loop.threads import ThreadProbe
@@ -199,7 +200,8 @@ def real_subset(real, limit: int):
 
 # ---- outputs at the end --------------------------------------------------------------------
 def write_best_score(folder: Path, key: str, value: float, step: int) -> None:
-    (Path(folder) / BEST_FILE).write_text(json.dumps({"metric": key, "value": value, "step": step}, indent=2) + "\n")
+    text = json.dumps({"metric": key, "value": value, "step": step}, indent=2) + "\n"
+    write_text_atomic(Path(folder) / BEST_FILE, text, "best score")
 
 
 def read_best_score(folder: Path) -> Optional[dict]:
@@ -258,8 +260,7 @@ def write_animation(samples_dir: Path, duration_ms: int = 300, last_frame_ms: in
         with Image.open(path) as image:
             frames.append(image.convert("RGB").quantize(colors=256))
     out = Path(samples_dir) / GIF_NAME
-    tmp = out.with_suffix(".gif.tmp")
     durations = [duration_ms] * (len(frames) - 1) + [last_frame_ms]
-    frames[0].save(tmp, format="GIF", save_all=True, append_images=frames[1:], duration=durations, loop=0)
-    tmp.replace(out)
+    with atomic_file(out, "animation") as tmp:
+        frames[0].save(tmp, format="GIF", save_all=True, append_images=frames[1:], duration=durations, loop=0)
     return out

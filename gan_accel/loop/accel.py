@@ -12,6 +12,7 @@ from accelerate.utils import DataLoaderConfiguration, ProjectConfiguration, broa
 
 from ..config import RunArguments
 from ..errors import UserError
+from .atomic import write_text_atomic
 from .lock import RunLock
 from .rundir import RUN_OUTPUTS, clear_run_outputs
 
@@ -146,6 +147,4 @@ def save_config(config: dict, output_dir: Path) -> None:
     while the run trains (a budget's planned length), and a kill must leave one version or the
     other, never half a file."""
     path = Path(output_dir) / RUN_MARKER
-    tmp = path.with_name(f".tmp-{RUN_MARKER}")
-    tmp.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
-    os.replace(tmp, path)
+    write_text_atomic(path, json.dumps(config, indent=2, sort_keys=True) + "\n", "run config")

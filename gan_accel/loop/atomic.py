@@ -14,6 +14,7 @@ from typing import Iterator
 from safetensors import SafetensorError
 
 from ..errors import UserError
+from ..writes import output_flag, write_point
 
 # What a failed write (a full disk, a quota, an I/O error) raises: OSError from Python's own
 # writes, RuntimeError from torch.save's zip writer ("PytorchStreamWriter failed writing file"),
@@ -26,7 +27,9 @@ def write_failure(what: str, final: Path, err: BaseException, kept: str) -> User
     """The one line for a folder that could not be written: ``what`` (checkpoint, export) and
     where, why (the error's first line), what is still there (``kept``) and what to do."""
     reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-    return UserError(f"could not write {what} {final} ({reason}); {kept}. Free disk space or change --output_dir")
+    return UserError(
+        f"could not write {what} {final} ({reason}); {kept}. Free disk space or pass another {output_flag(final)}"
+    )
 
 
 def tmp_name(final: Path) -> Path:
@@ -57,6 +60,7 @@ def atomic_folder(final: Path) -> Iterator[Path]:
     try:
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir(parents=True)
+        write_point(tmp)
         yield tmp
         swap_into_place(tmp, final)
     except BaseException as err:
@@ -65,6 +69,30 @@ def atomic_folder(final: Path) -> Iterator[Path]:
             kept = f"the previous {final.name} is kept" if final.exists() else "nothing was written"
             raise write_failure("export", final, err, kept) from err
         raise
+
+
+@contextmanager
+def atomic_file(final: Path, what: str = "file") -> Iterator[Path]:
+    """``with atomic_file(path) as tmp:`` write ``tmp`` (beside ``path``, with its suffix, which
+    image writers read the format from); complete, it is renamed to ``path``. A failed write
+    removes ``tmp`` and is one :class:`UserError` naming ``path`` and the flag it came from;
+    ``path`` is as it was (no empty or partial file is left under either name)."""
+    final = Path(final)
+    tmp = tmp_name(final)
+    try:
+        write_point(tmp)
+        yield tmp
+        os.replace(tmp, final)
+    except WRITE_ERRORS as err:
+        kept = f"the previous {final.name} is kept" if final.exists() else "nothing was written there"
+        raise write_failure(what, final, err, kept) from err
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def write_text_atomic(path: Path, text: str, what: str = "file") -> None:
+    with atomic_file(path, what) as tmp:
+        tmp.write_text(text)
 
 
 def write_json_durable(path: Path, data: dict) -> None:

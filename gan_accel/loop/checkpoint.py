@@ -24,6 +24,7 @@ from typing import Callable, Optional
 
 from ..data.fingerprint import describe_changes
 from ..errors import UserError
+from ..writes import write_point
 from .atomic import WRITE_ERRORS, swap_into_place, tmp_name, write_failure, write_json_durable
 
 STATE_FILE = "trainer_state.json"
@@ -88,6 +89,8 @@ class CheckpointManager:
             tmp.mkdir()
         acc.wait_for_everyone()
         try:
+            if acc.is_main_process:
+                write_point(tmp)
             acc.save_state(str(tmp), safe_serialization=True)
             acc.wait_for_everyone()
             if acc.is_main_process:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Optional, Tuple
 
 from ..errors import UserError
+from ..writes import write_point
 
 LOCK_FILE = "run.lock"
 log = logging.getLogger(__name__)
@@ -57,6 +58,7 @@ class RunLock:
             earlier.release()
         while self._fd is None:
             try:
+                write_point(self.path)
                 fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
             except OSError as err:
                 raise UserError(

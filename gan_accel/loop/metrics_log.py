@@ -18,6 +18,7 @@ from typing import Dict, Optional, Union
 import torch
 from tqdm.auto import tqdm
 
+from ..writes import write_point
 from .budget import UNPLANNED_STEPS, process_age_s
 
 Number = Union[int, float, torch.Tensor]
@@ -131,6 +132,7 @@ class MetricsLogger:
                 if first:  # once per episode on screen; every log line of it in metrics.jsonl
                     self.bar.write(f"warning: step {step}: {text}: the run may be diverging")
         try:
+            write_point(self.path)
             with self.path.open("a") as f:
                 f.write(json.dumps(record) + "\n")
         except OSError as err:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Callable, Dict, List, Optional, Set, Tuple
 
 from ..errors import UserError
+from .atomic import atomic_file
 from .metrics_log import TIME_KEY
 
 Series = Dict[str, Tuple[List[int], List[float]]]
@@ -303,9 +304,11 @@ def family_figure(family: str, series: Series, minutes=None, title: str = "", la
     return fig
 
 
-def plot_metrics(run_dir: Path, warn: Optional[Callable[[str], None]] = None) -> List[Path]:
-    """Write ``RUN_DIR/plots/<family>.png`` for every family of keys in ``RUN_DIR/metrics.jsonl``
-    (:func:`family_of`; ``warn``: see :func:`read_series`)."""
+def plot_metrics(
+    run_dir: Path, warn: Optional[Callable[[str], None]] = None, out_dir: Optional[Path] = None
+) -> List[Path]:
+    """Write ``OUT_DIR/<family>.png`` (default ``RUN_DIR/plots``) for every family of keys in
+    ``RUN_DIR/metrics.jsonl`` (:func:`family_of`; ``warn``: see :func:`read_series`)."""
     import matplotlib
 
     matplotlib.use("Agg")  # files only: no display needed, works on any headless machine
@@ -317,13 +320,14 @@ def plot_metrics(run_dir: Path, warn: Optional[Callable[[str], None]] = None) ->
         return []
     minutes = minutes_of_steps(series[TIME_KEY]) if TIME_KEY in series else None
     last_step = max(step for steps, _ in series.values() for step in steps)
-    out_dir = Path(run_dir) / "plots"
-    out_dir.mkdir(exist_ok=True)
+    out_dir = Path(out_dir) if out_dir is not None else Path(run_dir) / "plots"
+    out_dir.mkdir(parents=True, exist_ok=True)
     written = []
     for family, members in groups.items():
         fig = family_figure(family, members, minutes, Path(run_dir).name, last_step)
         path = out_dir / f"{family}.png"
-        fig.savefig(path, dpi=80)
+        with atomic_file(path, "plot") as tmp:
+            fig.savefig(tmp, dpi=80)
         plt.close(fig)
         written.append(path)
     return written

@@ -16,6 +16,8 @@ from typing import Any, Optional
 import torch
 
 from ..data import ImageData
+from ..loop.atomic import WRITE_ERRORS, write_failure
+from ..writes import write_point
 
 CACHE_ENV = "GAN_ACCEL_CACHE"
 
@@ -53,8 +55,13 @@ def save_atomic(obj: Any, path: Path) -> None:
     sees a half-written cache file."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    torch.save(obj, tmp)
-    os.replace(tmp, path)
+    try:
+        write_point(tmp)
+        torch.save(obj, tmp)
+        os.replace(tmp, path)
+    except WRITE_ERRORS as err:
+        tmp.unlink(missing_ok=True)
+        raise write_failure("cache file", path, err, "the metrics are computed again next time") from err
 
 
 def load_cached(path: Path) -> Optional[Any]:

@@ -22,6 +22,7 @@ import torch.nn as nn
 from .. import interrupt
 from ..data import ImageData, to_float_images
 from ..errors import UserError
+from ..loop.atomic import write_text_atomic
 from .bootstrap import BOOTSTRAP_LEVEL, BOOTSTRAP_RESAMPLES, bootstrap_intervals
 from .cache import data_fingerprint, load_cached, resolve_cache_dir, save_atomic, settings_key, tensor_hash
 from .coverage import COVERAGE_MIN_SHARE_RATIO, class_coverage, conditional_accuracy
@@ -444,7 +445,7 @@ class GANEvaluator:
         path = self.cache_dir / "protocol" / f"{protocol_id(protocol)}.json"
         if not path.is_file():
             path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(json.dumps(protocol, indent=2) + "\n")
+            write_text_atomic(path, json.dumps(protocol, indent=2) + "\n", "metric protocol")
 
     def evaluate(self, G: nn.Module) -> Dict[str, float]:
         """Flat float metrics under ``eval/`` keys: ``eval/fid``, ``eval/kid_mean``, ``eval/kid_std``,

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Dict
 
 from ...engine import BestKeeper
+from ...loop.atomic import write_text_atomic
 from ...loop.guard import all_finite
 from ..evaluate import confusion_matrix, export_best, gather_predictions, scores_of
 from .student import parameter_count
@@ -89,5 +90,7 @@ class DistillEvaluator:
             **extra,
         }
         if self.acc.is_main_process:
-            (Path(self.run.output_dir) / "eval_results.json").write_text(json.dumps(results, indent=2) + "\n")
+            write_text_atomic(
+                Path(self.run.output_dir) / "eval_results.json", json.dumps(results, indent=2) + "\n", "results"
+            )
         return results

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from pathlib import Path
 from typing import Callable, Dict, Optional, Tuple
 
@@ -141,10 +140,11 @@ def save_cached_logits(path: Path, logits: torch.Tensor, meta: Dict[str, str]) -
     """Written to a temporary name and renamed: a killed run never leaves a truncated cache."""
     from safetensors.torch import save_file
 
-    tmp = path.with_name(f".tmp-{path.name}")
+    from ...loop.atomic import atomic_file
+
     logits = logits.contiguous()
-    save_file({"logits": logits}, str(tmp), metadata={**meta, "logits_sha256": tensor_sha256(logits)})
-    os.replace(tmp, path)
+    with atomic_file(path, "teacher logits cache") as tmp:
+        save_file({"logits": logits}, str(tmp), metadata={**meta, "logits_sha256": tensor_sha256(logits)})
 
 
 def fill_logit_cache(engine, data, collate, batch_size: int, settings: Dict[str, object]) -> Tuple[torch.Tensor, dict]:
