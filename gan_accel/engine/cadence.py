@@ -104,6 +104,8 @@ class BestKeeper:
         self.accept = accept
         self.ties = ties
         self.saturated = saturated
+        # A keeper of one metric that never saturates reads and writes best_metric only.
+        self.switches = bool(fallbacks) or saturated is not None
         self.newly_saturated: List[str] = []  # keys the last update saw saturate for the first time
 
     @property
@@ -144,9 +146,9 @@ class BestKeeper:
         return key
 
     def _export(self, metrics: Dict[str, float]) -> None:
-        self.state.best_values = {
-            k: float(metrics[k]) for k in self.keys if k in metrics and math.isfinite(metrics[k])
-        }
+        if self.switches:
+            values = {k: float(metrics[k]) for k in self.keys if k in metrics and math.isfinite(metrics[k])}
+            self.state.best_values = values
         self.export(metrics)
 
     def update(self, metrics: Dict[str, float]) -> bool:
@@ -155,7 +157,7 @@ class BestKeeper:
         self.newly_saturated = self._note_saturation(metrics)
         if self.accept is not None and not self.accept(metrics):
             return False
-        key = self._select(metrics)
+        key = self._select(metrics) if self.switches else self.key
         if key is None:
             if not all(math.isfinite(metrics[k]) for k in self.keys if k in metrics):
                 return False
