@@ -37,7 +37,7 @@ def test_evaluations_spread_over_the_run_and_the_best_is_exported_with_its_score
     assert [r["step"] for r in evals] == [3, 6, 9]
     best = kept_evaluation(evals)  # the lowest FID, or a later one whose interval reaches it
     score = json.loads((out / "best_generator" / "score.json").read_text())
-    assert score == {"metric": "eval/fid", "value": best["eval/fid"], "step": best["step"]}
+    assert score == {"metric": "eval/fid", "value": best["eval/fid"], "step": best["step"], "saturated": {}}
     printed = capsys.readouterr().out
     assert best_vs_last(score, evals[-1]["eval/fid"], 9) in printed
     assert sorted(p.name for p in (out / "samples").glob("step_*.png")) == [

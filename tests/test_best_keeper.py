@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gan_accel.engine import BestKeeper
-from gan_accel.gan.photo_run import ties_best_fid
+from gan_accel.gan.photo_run import ties_best
 from gan_accel.loop.state import TrainState
 
 values = st.one_of(st.floats(0.01, 10.0), st.just(math.nan), st.just(math.inf))
@@ -25,7 +25,7 @@ def metrics_of(fid, depth, has_interval):
 @given(st.lists(evaluation, min_size=1, max_size=12))
 def test_the_export_follows_the_lowest_value_and_its_ties(evals):
     exported = []
-    keeper = BestKeeper(TrainState(), "eval/fid", False, exported.append, ties=ties_best_fid)
+    keeper = BestKeeper(TrainState(), "eval/fid", False, exported.append, ties=ties_best)
     lowest, expected = math.inf, []
     for step, e in enumerate(evals):
         m = dict(metrics_of(*e), step=step)
@@ -52,8 +52,9 @@ def test_without_ties_a_worse_evaluation_is_never_exported():
     assert [m["eval/fid"] for m in exported] == [1.0, 0.9]
 
 
-def test_ties_best_fid():
-    assert ties_best_fid({"eval/fid": 0.305, "eval/fid_ci_low": 0.162}, 0.284)  # the run that prompted it
-    assert not ties_best_fid({"eval/fid": 0.5, "eval/fid_ci_low": 0.3}, 0.284)
-    assert not ties_best_fid({"eval/fid": 0.5}, 0.284)  # no interval: no tie
-    assert not ties_best_fid({"eval/fid": 0.5, "eval/fid_ci_low": math.nan}, 0.284)
+def test_ties_best():
+    assert ties_best({"eval/fid": 0.305, "eval/fid_ci_low": 0.162}, "eval/fid", 0.284)  # the run that prompted it
+    assert not ties_best({"eval/fid": 0.5, "eval/fid_ci_low": 0.3}, "eval/fid", 0.284)
+    assert not ties_best({"eval/fid": 0.5}, "eval/fid", 0.284)  # no interval: no tie
+    assert not ties_best({"eval/fid": 0.5, "eval/fid_ci_low": math.nan}, "eval/fid", 0.284)
+    assert ties_best({"eval/swd": 30.0, "eval/swd_ci_low": 19.0, "eval/fid_ci_low": 9.0}, "eval/swd", 20.0)

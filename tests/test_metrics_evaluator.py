@@ -82,6 +82,14 @@ def test_real_images_score_near_the_floor_and_noise_far_above(evaluator, digits)
     assert noise["eval/fid"] > 50 * real_like["eval/fid"]
     assert noise["eval/kid_mean"] > 50 * max(real_like["eval/kid_mean"], 1e-4)
     assert real_like["eval/classes_covered"] == 10 and real_like["eval/coverage_kl"] < 0.05
+    # The SWD, without learned features: real digits near its floor, noise far above; real digits are
+    # as good as real by every floored metric (saturated), noise by none.
+    assert (
+        noise["eval/swd"] > 20 * real_like["eval/swd_floor"]
+        and real_like["eval/swd"] < 2 * real_like["eval/swd_floor"]
+    )
+    assert [real_like[f"eval/{m}_saturated"] for m in ("fid", "kid", "swd")] == [1.0, 1.0, 1.0]
+    assert [noise[f"eval/{m}_saturated"] for m in ("fid", "kid", "swd")] == [0.0, 0.0, 0.0]
     assert real_like["eval/num_generated"] == NUM_IMAGES
     assert 2 <= real_like["eval/num_floor"] <= NUM_IMAGES
     expected = {
@@ -286,7 +294,12 @@ def test_evaluate_gan_script_end_to_end(tmp_path, cache, evaluator, capsys):
     assert results["num_generated"] == NUM_IMAGES and results["fid"] > results["fid_floor"]
     assert results["config"]["feature_extractor"] == "domain"
     assert results["protocol"]["num_fake"] == NUM_IMAGES and results["protocol"]["bootstrap"]["resamples"] == 10
-    assert set(results["intervals"]) == {"fid", "kid", "precision", "recall", "density", "coverage"}
+    assert set(results["intervals"]) == {"fid", "kid", "precision", "recall", "density", "coverage", "swd"}
+    # The panel: FID, KID and SWD, each with its floor, its real-vs-real interval and a saturated flag.
+    assert results["swd"] > results["swd_floor"] > 0 and set(results["swd_levels"]) == {"32", "16"}
+    assert set(results["floor_intervals"]) == {"fid", "kid", "swd"} and results["saturated"] == []
+    low, high = results["floor_intervals"]["swd"]
+    assert low <= results["swd_floor"] <= high < results["swd"]
     # An untrained generator makes blobs: nothing like a copy of a training digit.
     assert results["memorisation"]["copying"] is False
     from PIL import Image
@@ -294,6 +307,8 @@ def test_evaluate_gan_script_end_to_end(tmp_path, cache, evaluator, capsys):
     assert Image.open(tmp_path / "eval" / "nearest.png").size[1] == 5 * 34 + 2  # 5 rows of 32 px + padding
     out = capsys.readouterr().out
     assert "FID" in out and "precision" in out and "copy rate" in out
+    panel = [line.split() for line in out.splitlines() if line.startswith("  ") and "floor" in line]
+    assert [(row[0], row[4], row[-1]) for row in panel] == [(m, "floor", "separates") for m in ("FID", "KID", "SWD")]
 
 
 def test_evaluate_gan_script_errors_are_one_line(tmp_path, capsys):

@@ -273,3 +273,24 @@ def test_training_plots_survive_a_line_that_is_not_utf8_and_warn_once(tmp_path):
         assert plot_run_safely(tmp_path, warn=warnings.append) == [tmp_path / "plots" / "loss.png"]
     assert len(warnings) == 1 and "not valid UTF-8" in warnings[0]
     assert read_series(tmp_path / "metrics.jsonl")["loss/D"][0] == [1, 2, 3, 5]
+
+
+def test_the_swd_has_its_panel_and_each_floor_its_real_vs_real_interval(tmp_path, monkeypatch):
+    swd = {"eval/swd_floor": 10.0, "eval/swd_floor_ci_low": 8.0, "eval/swd_floor_ci_high": 12.0}
+    floors = {"eval/fid_floor_ci_low": 0.4, "eval/fid_floor_ci_high": 0.6, "eval/swd_saturated": 0.0, **swd}
+    lines = [
+        {**r, **floors, "eval/swd": r["eval/fid"] * 10, "eval/swd_ci_low": r["eval/fid"] * 9, "eval/swd_ci_high": 99.0}
+        for r in EVALS
+    ]
+    write_metrics(tmp_path, lines)
+    figures, _ = figures_of(tmp_path, monkeypatch)
+    fid_ax, _, kid_ax, _, swd_ax, _ = figures["eval_fid"].axes  # rows FID, KID, SWD
+    assert swd_ax.get_ylabel() == "SWD" and 10.0 in horizontal_lines(swd_ax) and len(swd_ax.collections) == 1
+    swd_line = next(line for line in swd_ax.lines if line.get_label() == "SWD")
+    assert list(swd_line.get_ydata()) == [400.0, 30.0, 40.0]
+    band = "real-vs-real interval (up to its top: saturated)"
+    for ax, (low, high) in ((fid_ax, (0.4, 0.6)), (swd_ax, (8.0, 12.0))):
+        assert band in [t.get_text() for t in ax.get_legend().get_texts()]
+        (span,) = ax.patches
+        assert (span.get_y(), span.get_y() + span.get_height()) == pytest.approx((low, high))
+    assert not kid_ax.patches  # no real-vs-real interval logged for the KID here: none drawn

@@ -1,5 +1,6 @@
-"""Evaluate an exported generator: FID/KID, precision/recall, density/coverage, class coverage,
-the real-data floor, and (--nearest) a memorisation check.
+"""Evaluate an exported generator: FID/KID, the SWD (no learned features), precision/recall,
+density/coverage, class coverage, the real-data floor with its real-vs-real interval (a metric
+inside or below it is marked saturated), and (--nearest) a memorisation check.
 
     gan-accel evaluate-gan --generator runs/digits/generator --dataset digits --num_images 1000 --nearest
 

@@ -408,7 +408,7 @@ class GANEvalArguments:
         default=0,
         metadata={
             "resume": FREE,
-            "help": "G updates between evaluations (0: off). The best generator by FID goes to OUTPUT_DIR/best_generator/.",
+            "help": "G updates between evaluations (0: off). The best generator by FID (by SWD once the FID saturates) goes to OUTPUT_DIR/best_generator/.",
         },
     )
     eval_num_images: int = field(

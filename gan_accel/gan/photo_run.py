@@ -199,9 +199,13 @@ def real_subset(real, limit: int):
 
 
 # ---- outputs at the end --------------------------------------------------------------------
-def write_best_score(folder: Path, key: str, value: float, step: int) -> None:
-    text = json.dumps({"metric": key, "value": value, "step": step}, indent=2) + "\n"
-    write_text_atomic(Path(folder) / BEST_FILE, text, "best score")
+def write_best_score(
+    folder: Path, key: str, value: Optional[float], step: int, saturated: Optional[Dict[str, int]] = None
+) -> None:
+    """``score.json``: the metric that chose the export (``last`` when none separates any more), its
+    value, the step, and the step at which each metric had saturated by then."""
+    record = {"metric": key, "value": value, "step": step, "saturated": dict(saturated or {})}
+    write_text_atomic(Path(folder) / BEST_FILE, json.dumps(record, indent=2) + "\n", "best score")
 
 
 def read_best_score(folder: Path) -> Optional[dict]:
@@ -211,16 +215,70 @@ def read_best_score(folder: Path) -> Optional[dict]:
         return None
 
 
-def ties_best_fid(metrics: Dict[str, float], best: float) -> bool:
-    """Whether a later evaluation that scored a higher FID than the best is indistinguishable from
-    it: the best FID lies inside this evaluation's bootstrap interval (its low end is not above it).
+def ties_best(metrics: Dict[str, float], key: str, best: float) -> bool:
+    """Whether a later evaluation that scored a higher ``key`` (``eval/fid``, ``eval/swd``) than the
+    best is indistinguishable from it: the best value lies inside this evaluation's bootstrap interval
+    (its low end, ``<key>_ci_low``, is not above it).
 
     Late in a run the domain FID sits near or below its real-data floor and moves within its own
     interval from one evaluation to the next; keeping the earlier generator on such a difference
     threw away the later one's extra training, which an independent judge scored as good or better.
     An evaluation without an interval never ties."""
-    low = metrics.get("eval/fid_ci_low")
+    low = metrics.get(f"{key}_ci_low")
     return low is not None and math.isfinite(low) and low <= best
+
+
+# The metrics with a real-vs-real floor: eval/ key -> (label, name in the flat keys, floor key).
+FLOORED = {
+    "eval/fid": ("FID", "fid", "eval/fid_floor"),
+    "eval/kid_mean": ("KID", "kid", "eval/kid_floor_mean"),
+    "eval/swd": ("SWD", "swd", "eval/swd_floor"),
+}
+METRIC_LABELS = {key: label for key, (label, _, _) in FLOORED.items()}
+SELECTING = ("eval/fid", "eval/swd")  # what may pick best_generator/, in that order
+
+
+def saturated_keys(metrics: Dict[str, float]) -> List[str]:
+    """The eval/ keys of the metrics this evaluation marks saturated (``eval/<name>_saturated``)."""
+    return [key for key, (_, name, _) in FLOORED.items() if metrics.get(f"eval/{name}_saturated") == 1.0]
+
+
+def saturation_line(key: str, metrics: Dict[str, float], step: int, selecting: Optional[str]) -> str:
+    """The one line a run prints when ``key`` first saturates, and what picks best_generator/ since."""
+    label, name, floor = FLOORED[key]
+    low, high = metrics.get(f"eval/{name}_floor_ci_low"), metrics.get(f"eval/{name}_floor_ci_high")
+    interval = f" [{low:.4g}, {high:.4g}]" if low is not None and high is not None else ""
+    line = (
+        f"step {step}: {label} saturated: {metrics[key]:.4g} is inside or below its real-vs-real interval"
+        f"{interval} (floor {metrics[floor]:.4g}): it no longer tells generated from real images"
+    )
+    if key not in SELECTING:
+        return line
+    if selecting is None:
+        return line + "; no metric separates any more: best_generator/ keeps the last generator"
+    return line + f"; best_generator/ is chosen by {METRIC_LABELS[selecting]} from here"
+
+
+def chosen_by(best: dict, saturated: Dict[str, int]) -> str:
+    """The closing line once a metric has saturated: which metric chose best_generator/ and why."""
+    since = ", ".join(
+        f"{METRIC_LABELS.get(key, key)} saturated at step {step}"
+        for key, step in sorted(saturated.items(), key=lambda kv: kv[1])
+    )
+    metric, step = best["metric"], best["step"]
+    if metric not in METRIC_LABELS:
+        return (
+            f"best_generator/ = step {step}, the last generator: no metric separates generated from real images "
+            f"any more ({since}: each inside or below its real-vs-real interval)"
+        )
+    if metric in saturated:
+        later = [METRIC_LABELS[k] for k in SELECTING if k not in saturated]
+        after = f"; {later[0]}, which chooses since, ranked no later generator better" if later else ""
+        return f"best_generator/ = step {step}, chosen by {METRIC_LABELS[metric]} before it saturated ({since}){after}"
+    return (
+        f"best_generator/ = step {step}, chosen by {METRIC_LABELS[metric]} ({since}: inside or below its "
+        "real-vs-real interval)"
+    )
 
 
 def best_vs_last(best: Optional[dict], last_value: Optional[float], last_step: int) -> Optional[str]:

@@ -15,6 +15,7 @@ from ..data import ResumableSampler
 from ..data.fingerprint import image_fingerprint
 from ..data.source import open_images
 from ..engine import AFTER_CHECKPOINT, UPDATE, BestKeeper, Hook, RandomStreams, State
+from ..engine.cadence import LAST
 from ..errors import ConfigError, UserError
 from ..loop.trackers import log_image
 from ..models import save_generator
@@ -42,7 +43,10 @@ class GANTrainer(Task):
     outputs = (
         Output("samples"),
         Output("generator", checked="models.export: config, finite weights"),
-        Output("best_generator", checked="models.export: config, finite weights; score.json: its FID and step"),
+        Output(
+            "best_generator",
+            checked="models.export: config, finite weights; score.json: the metric that chose it, its value and step",
+        ),
         Output("cache", "cache", checked="metrics cache: keyed by the data and the feature extractor"),
     )
 
@@ -149,13 +153,16 @@ class GANTrainer(Task):
                 {"G": engine.module("G"), "D": engine.module("D")}, self.accelerator.device, self.run.print
             )
         # A non-finite FID (a diverged G) never becomes the best (BestKeeper); a later generator
-        # whose FID interval reaches the best FID replaces the kept one (photo_run.ties_best_fid).
+        # whose interval reaches the best value replaces the kept one (photo_run.ties_best). Once
+        # the FID saturates (no larger than between real images) the SWD picks; once both have, the last.
         self.keeper = BestKeeper(
             self.run.state,
-            "eval/fid",
+            photo_run.SELECTING[0],
             greater_is_better=False,
             export=self.export_best,
-            ties=photo_run.ties_best_fid,
+            ties=photo_run.ties_best,
+            fallbacks=photo_run.SELECTING[1:],
+            saturated=photo_run.saturated_keys,
         )
         self.evaluator = self.build_evaluator()
         self.last_eval: Optional[dict] = None
@@ -227,20 +234,30 @@ class GANTrainer(Task):
         self._evaluation = self.evaluator.evaluate_full(self._evaluated)
         metrics = self._evaluation.flat()
         kept = self.keeper.update(metrics)
+        selecting = self.keeper.selecting
         if kept:
             metrics["eval/best_step"] = float(state.step)
-        metrics["eval/best_fid"] = state.best_metric
+        if selecting is not None:
+            metrics[f"eval/best_{selecting.split('/')[1]}"] = state.best_metric  # eval/best_fid, eval/best_swd
         self.last_eval = {"step": state.step, "fid": metrics["eval/fid"]}  # for the closing verdict
         run.logger.write(state.step, metrics)
-        tie = ""
-        if kept and metrics["eval/fid"] > state.best_metric:
-            tie = (
-                f" (inside this evaluation's interval from {metrics['eval/fid_ci_low']:.3f}: "
-                "a tie, best_generator/ takes the later generator)"
-            )
+        for key in self.keeper.newly_saturated:  # once per run: the step is in the checkpoint's state
+            run.print(photo_run.saturation_line(key, metrics, state.step, selecting))
+        if selecting is None:
+            best = "kept: the last generator"
+        else:
+            best = f"best {photo_run.METRIC_LABELS[selecting]} {state.best_metric:.3f}"
+            if kept and metrics[selecting] > state.best_metric:
+                best += (
+                    f" (inside this evaluation's interval from {metrics[f'{selecting}_ci_low']:.3f}: "
+                    "a tie, best_generator/ takes the later generator)"
+                )
+        swd = (
+            f", SWD {metrics['eval/swd']:.2f} (floor {metrics['eval/swd_floor']:.2f})" if "eval/swd" in metrics else ""
+        )
         run.print(
             f"step {state.step}: FID {metrics['eval/fid']:.3f} (floor {metrics['eval/fid_floor']:.3f}), "
-            f"KID {metrics['eval/kid_mean']:.4f}, best FID {state.best_metric:.3f}{tie}"
+            f"KID {metrics['eval/kid_mean']:.4f}{swd}, {best}"
         )
         return metrics
 
@@ -251,8 +268,13 @@ class GANTrainer(Task):
             run_config=self.run.config,
             metrics=card_metrics(self._evaluation),  # each with the protocol it was measured with
         )
+        key = self.keeper.selecting
         photo_run.write_best_score(
-            self.run.output_dir / "best_generator", "eval/fid", metrics["eval/fid"], self.run.state.step
+            self.run.output_dir / "best_generator",
+            key or LAST,
+            metrics[key] if key else None,
+            self.run.state.step,
+            self.run.state.saturated,
         )
 
     # ---- outputs -----------------------------------------------------------------------
@@ -299,7 +321,11 @@ class GANTrainer(Task):
             self.run.print(f"Training animation: {gif}")
         if self.last_eval is not None:
             best = photo_run.read_best_score(self.run.output_dir / "best_generator")
-            verdict = photo_run.best_vs_last(best, self.last_eval["fid"], self.last_eval["step"])
+            saturated = self.run.state.saturated
+            if best is not None and any(key in saturated for key in photo_run.SELECTING):
+                verdict = photo_run.chosen_by(best, saturated)  # FID values no longer rank: say what chose
+            else:
+                verdict = photo_run.best_vs_last(best, self.last_eval["fid"], self.last_eval["step"])
             if verdict:
                 self.run.print(verdict)
 

@@ -63,10 +63,10 @@ def read_series(metrics_path: Path, warn: Optional[Callable[[str], None]] = None
 
 # One figure per family, each on its own scale: FID beside counts of 1,000 images would be a flat
 # line, and precision's 0..1 beside FID's 1..5 too.
-FID_FAMILY = "eval_fid"  # FID and KID, their intervals, the real-data floor and the best step
+FID_FAMILY = "eval_fid"  # FID, KID and SWD, their intervals, the real-data floor and the best step
 FIDELITY_FAMILY = "eval_fidelity"  # precision, recall, density, coverage and their intervals
 FIDELITY_KEYS = ("eval/precision", "eval/recall", "eval/density", "eval/coverage")
-FID_KEYS = ("eval/fid", "eval/kid", "eval/best_step", "eval/best_fid")  # and keys that start with them
+FID_KEYS = ("eval/fid", "eval/kid", "eval/swd", "eval/best_step", "eval/best_fid", "eval/best_swd")  # and longer keys
 # Settings of the evaluation, not results: the same at every evaluation (sizes, the protocol's id,
 # the fixed domain classifier's own accuracy).
 NOT_PLOTTED = ("eval/num_", "eval/protocol_id", "eval/classifier_")
@@ -157,14 +157,25 @@ def _band(ax, series: Series, name: str, color, x_of) -> None:
 
 
 def _draw_distance(ax, series: Series, key: str, name: str, floor_key: str, at_floor_key: str, label: str, x_of):
-    """FID or KID over the run: the curve, its interval, the real-data floor, the same score at
-    the floor's size (the like-for-like comparison) and the best step."""
+    """FID, KID or SWD over the run: the curve, its interval, the real-data floor with its
+    real-vs-real interval (a value inside or below it is saturated), the same score at the floor's
+    size (the like-for-like comparison) and the best step."""
     steps, values = series[key]
     (line,) = ax.plot(x_of(steps), values, marker="o", markersize=4, label=label)
     _band(ax, series, name, line.get_color(), x_of)
     floor = _last(series, floor_key)
     if floor is not None:
         ax.axhline(floor, color="black", linestyle=":", linewidth=1.2, label=f"real-data floor {floor:.3g}")
+        low, high = _last(series, f"{name}_floor_ci_low"), _last(series, f"{name}_floor_ci_high")
+        if low is not None and high is not None:
+            ax.axhspan(
+                low,
+                high,
+                color="black",
+                alpha=0.08,
+                linewidth=0,
+                label="real-vs-real interval (up to its top: saturated)",
+            )
     if at_floor_key in series:
         at_floor_steps, at_floor_values = series[at_floor_key]
         ax.plot(
@@ -196,6 +207,8 @@ def _draw_distance(ax, series: Series, key: str, name: str, floor_key: str, at_f
 FID_PANELS = (  # (value, interval name, floor, same score at the floor's size, label)
     ("eval/fid", "eval/fid", "eval/fid_floor", "eval/fid_at_floor_size", "FID"),
     ("eval/kid_mean", "eval/kid", "eval/kid_floor_mean", "eval/kid_at_floor_size_mean", "KID"),
+    # The SWD is measured at the floor's size already: no second curve.
+    ("eval/swd", "eval/swd", "eval/swd_floor", "", "SWD"),
 )
 
 

@@ -15,6 +15,12 @@ class TrainState:
     nonfinite_total: int = 0  # updates skipped for non-finite losses/gradients
     nonfinite_streak: int = 0  # consecutive skipped updates
     best_metric: float = float("nan")
+    # Which metric picks the kept model and what it knows (engine.cadence.BestKeeper): "" = its
+    # first key (checkpoints from before this field); the kept evaluation's values of each selecting
+    # key; the step at which each metric first saturated.
+    best_key: str = ""
+    best_values: Dict[str, float] = field(default_factory=dict)
+    saturated: Dict[str, int] = field(default_factory=dict)
     windows: int = 0  # update windows completed (a window: one update's worth of micro-batches)
     updates: Dict[str, int] = field(default_factory=dict)  # completed updates per optimizer name
 

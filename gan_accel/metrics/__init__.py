@@ -1,6 +1,7 @@
 """Evaluation metrics: classification scores and, for GANs, FID/KID (torchmetrics, pluggable
-feature extractor), precision/recall and density/coverage, class coverage, the real-data floor,
-the memorisation check, and the protocol every number is written with."""
+feature extractor), the sliced Wasserstein distance (no learned features), precision/recall and
+density/coverage, class coverage, the real-data floor, the memorisation check, and the protocol
+every number is written with."""
 
 import importlib
 from typing import Any
@@ -19,9 +20,9 @@ _EXPORTS = {
     "DomainTrainSettings": "domain",
     "load_or_train_domain_model": "domain",
     "FEATURE_EXTRACTORS": "evaluator",
-    "EvalResult": "evaluator",
+    "EvalResult": "result",
     "GANEvaluator": "evaluator",
-    "format_result": "evaluator",
+    "format_result": "result",
     "fidelity_diversity": "fidelity",
     "InceptionFeatures": "inception",
     "find_inception_weights": "inception",

@@ -1,9 +1,9 @@
-"""GANEvaluator: FID/KID, class coverage and the real-data floor of a generator, in one call.
+"""GANEvaluator: FID/KID, the SWD, class coverage and the real-data floor of a generator, in one call.
 
 Everything that does not depend on the generator is built once in the constructor (and cached
 on disk): the train/held-out split, the domain classifier, the reference statistics of the real
-training images, and the floor (the same FID/KID between a real training subset and as many
-held-out real images). :meth:`GANEvaluator.evaluate` then only samples the generator, extracts
+training images, the floor (the same FID/KID/SWD between a real training subset and as many
+held-out real images, with its bootstrap interval) and the SWD's real side. :meth:`GANEvaluator.evaluate` then only samples the generator, extracts
 features and computes, which is cheap enough to run every few hundred training steps on a CPU
 with the domain extractor.
 """
@@ -11,9 +11,7 @@ with the domain extractor.
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
-from dataclasses import asdict, dataclass, field
 from typing import Dict, Iterator, List, Optional, Tuple
 
 import torch
@@ -22,7 +20,6 @@ import torch.nn as nn
 from .. import interrupt
 from ..data import ImageData, to_float_images
 from ..errors import UserError
-from ..loop.atomic import write_text_atomic
 from .bootstrap import BOOTSTRAP_LEVEL, BOOTSTRAP_RESAMPLES, bootstrap_intervals
 from .cache import data_fingerprint, load_cached, resolve_cache_dir, save_atomic, settings_key, tensor_hash
 from .coverage import COVERAGE_MIN_SHARE_RATIO, class_coverage, conditional_accuracy
@@ -30,100 +27,15 @@ from .distance import FeatureDistance, kid_subset_size
 from .domain import DomainFeatures, DomainModel, DomainTrainSettings, load_or_train_domain_model
 from .fidelity import K_DENSITY_COVERAGE, K_PRECISION_RECALL, check_num_images, per_sample_scores
 from .inception import load_inception_features
-from .protocol import metric_protocol, protocol_id, real_data_protocol, weights_sha256
+from .protocol import metric_protocol, real_data_protocol, save_protocol, weights_sha256
+from .result import EvalResult, format_result
 from .split import split_indices
+from .swd import SWD_MAX_IMAGES, SWDReference, pyramid_sizes
 
 log = logging.getLogger(__name__)
 
 FEATURE_EXTRACTORS = ("domain", "inception")
-
-
-@dataclass
-class EvalResult:
-    """One evaluation. Sizes are reported because FID is biased upwards at small sample sizes:
-    compare a result only with results (and the floor) at similar sizes."""
-
-    fid: float
-    kid_mean: float
-    kid_std: float  # across KID's random subsets
-    fid_floor: float  # real training subset vs held-out real images, num_floor each
-    kid_floor_mean: float
-    kid_floor_std: float
-    num_generated: int
-    num_reference: int  # real training images behind the reference statistics
-    num_floor: int
-    feature_extractor: str
-    classifier_accuracy: Optional[float] = None  # domain classifier, held-out split
-    classifier_f1_macro: Optional[float] = None
-    classes_covered: Optional[int] = None  # see gan_accel.metrics.coverage for the rule
-    num_classes: Optional[int] = None
-    coverage_kl: Optional[float] = None  # KL(real || generated), eps-smoothed
-    class_histogram: Optional[List[float]] = None
-    conditional_accuracy: Optional[float] = None  # conditional generators only
-    # The like-for-like comparison with the floor: the first num_floor generated images against
-    # the floor's own real reference (FID is biased upwards at small sizes, so compare these two).
-    fid_at_floor_size: Optional[float] = None
-    kid_at_floor_size_mean: Optional[float] = None
-    # Fidelity and diversity apart (gan_accel.metrics.fidelity), in the same features as FID,
-    # against as many real reference images as were generated.
-    precision: Optional[float] = None
-    recall: Optional[float] = None
-    density: Optional[float] = None
-    coverage: Optional[float] = None
-    # {"fid": [low, high], "kid": ..., "precision": ...}: bootstrap intervals (gan_accel.metrics.bootstrap).
-    intervals: Dict[str, List[float]] = field(default_factory=dict)
-    # How these numbers were measured (gan_accel.metrics.protocol.metric_protocol).
-    protocol: Dict[str, object] = field(default_factory=dict)
-
-    def flat(self, prefix: str = "eval/") -> Dict[str, float]:
-        """The scalar figures as floats under namespaced keys (for trackers and metrics.jsonl), with
-        each interval as ``eval/<metric>_ci_low``/``_ci_high`` and ``eval/protocol_id``: the protocol's
-        12 hex digits read as an integer (the full protocol is in CACHE_DIR/protocol/<hex>.json)."""
-        out = {}
-        for key, value in asdict(self).items():
-            if isinstance(value, (int, float)) and not isinstance(value, bool):
-                out[prefix + key] = float(value)
-        for name, (low, high) in self.intervals.items():
-            out[f"{prefix}{name}_ci_low"] = float(low)
-            out[f"{prefix}{name}_ci_high"] = float(high)
-        if self.protocol:
-            # 12 hex digits are 48 bits: exact in a float64, so the id survives JSON and trackers.
-            out[prefix + "protocol_id"] = float(int(protocol_id(self.protocol), 16))
-        return out
-
-
-def format_result(result: EvalResult) -> str:
-    """A few human-readable lines (the script prints them; the JSON file has everything)."""
-    lines = [
-        f"FID {result.fid:.4f}  KID {result.kid_mean:.5f} +- {result.kid_std:.5f}  "
-        f"({result.feature_extractor} features, {result.num_generated} generated vs {result.num_reference} real)",
-        f"floor: FID {result.fid_floor:.4f}  KID {result.kid_floor_mean:.5f} +- {result.kid_floor_std:.5f}  "
-        f"(real training subset vs held-out, {result.num_floor} images each); generated at that size: "
-        f"FID {result.fid_at_floor_size:.4f}  KID {result.kid_at_floor_size_mean:.5f}",
-    ]
-    if result.classes_covered is not None:
-        lines.append(
-            f"coverage: {result.classes_covered}/{result.num_classes} classes, KL(real||gen) {result.coverage_kl:.4f}; "
-            f"domain classifier held-out accuracy {result.classifier_accuracy:.4f}"
-        )
-    if result.conditional_accuracy is not None:
-        lines.append(f"conditional accuracy: {result.conditional_accuracy:.4f}")
-    if result.precision is not None:
-        ci = result.intervals
-
-        def shown(name: str) -> str:
-            value = getattr(result, name)
-            return f"{name} {value:.3f}" + (f" [{ci[name][0]:.3f}, {ci[name][1]:.3f}]" if name in ci else "")
-
-        lines.append(", ".join(shown(name) for name in ("precision", "recall", "density", "coverage")))
-    if result.intervals.get("fid"):
-        level = result.protocol.get("bootstrap", {}).get("level", BOOTSTRAP_LEVEL)
-        fid_low, fid_high = result.intervals["fid"]
-        kid_low, kid_high = result.intervals["kid"]
-        lines.append(
-            f"{level:.0%} bootstrap interval: FID [{fid_low:.4f}, {fid_high:.4f}]  KID [{kid_low:.5f}, {kid_high:.5f}]"
-        )
-    return "\n".join(lines)
+__all__ = ["FEATURE_EXTRACTORS", "EvalResult", "GANEvaluator", "format_result"]  # EvalResult: from .result
 
 
 class GANEvaluator:
@@ -225,6 +137,7 @@ class GANEvaluator:
         self.num_floor = int(self.floor["num_images"])
         self.floor_distance = FeatureDistance(features, kid_subsets, seed, self.device)
         self.floor_distance.set_reference(self._real_batches(train_idx[: self.num_floor]))
+        self._swd_floor(train_idx, heldout_idx)
         self.label_probs = self._label_probs()
 
     # -- built once ---------------------------------------------------------------------------
@@ -272,7 +185,8 @@ class GANEvaluator:
         fingerprint: str,
     ) -> Dict[str, float]:
         """FID/KID between ``n`` real training images and ``n`` held-out ones: what a generator that
-        draws fresh real images would score at this sample size."""
+        draws fresh real images would score at this sample size; ``intervals``: how far that moves
+        over bootstrap resamples of the held-out images (the real-vs-real interval)."""
         n = min(self.num_images, len(heldout_idx), len(train_idx))
         key = settings_key(
             features=features.cache_key,
@@ -281,6 +195,7 @@ class GANEvaluator:
             heldout=tensor_hash(heldout_idx[:n]),
             kid_subsets=kid_subsets,
             seed=self.seed,
+            resamples=self.bootstrap_resamples,
         )
         path = self.cache_dir / "floor" / f"{key}.pt"
         cached = load_cached(path)
@@ -289,8 +204,29 @@ class GANEvaluator:
         distance = FeatureDistance(features, kid_subsets, self.seed, self.device)
         distance.set_reference(self._real_batches(train_idx[:n]))
         floor = distance.score(self._real_batches(heldout_idx[:n]))
+        real, heldout = distance.last_features()
+        floor["intervals"] = bootstrap_intervals(
+            real,
+            heldout,
+            kid_subset_size=kid_subset_size(real.shape[0], heldout.shape[0]),
+            resamples=self.bootstrap_resamples,
+            seed=self.seed,
+            estimates={"fid": floor["fid"], "kid": floor["kid_mean"]},
+        )
         save_atomic(floor, path)
         return floor
+
+    def _swd_floor(self, train_idx: torch.Tensor, heldout_idx: torch.Tensor) -> None:
+        """The SWD's real side (the floor's training images) and its floor (the floor's held-out
+        images against it, with its bootstrap interval); none for images smaller than a patch.
+        Seconds of pyramids and sorts: computed, not cached."""
+        self.swd_reference, self.swd_floor = None, None
+        if not pyramid_sizes(self.real.images.shape[-1]):
+            return
+        n = min(self.num_floor, SWD_MAX_IMAGES)
+        self.swd_reference = SWDReference(to_float_images(self.real.images[train_idx[:n]]), self.seed)
+        heldout = to_float_images(self.real.images[heldout_idx[:n]])
+        self.swd_floor = self.swd_reference.score(heldout, self.bootstrap_resamples, BOOTSTRAP_LEVEL)
 
     def _label_probs(self) -> Optional[torch.Tensor]:
         """Real class frequencies: conditional generators are sampled with the real label mix so
@@ -413,7 +349,21 @@ class GANEvaluator:
             if conds and int(getattr(G, "num_classes", 0)) == self.real.num_classes:
                 result.conditional_accuracy = conditional_accuracy(torch.cat(preds), torch.cat(conds))
         self._add_fidelity_and_protocol(result)
+        self._add_swd(result, torch.cat(first)[: self.num_floor])
         return result
+
+    def _add_swd(self, result: EvalResult, generated: torch.Tensor) -> None:
+        """The SWD of as many generated images as the floor's held-out side, the real-vs-real
+        intervals, and which metrics are saturated."""
+        result.floor_intervals = dict(self.floor.get("intervals", {}))
+        if self.swd_reference is not None:
+            score = self.swd_reference.score(generated.float().cpu(), self.bootstrap_resamples, BOOTSTRAP_LEVEL)
+            result.swd, result.swd_levels, result.swd_floor = score.value, score.levels, self.swd_floor.value
+            if score.interval:
+                result.intervals["swd"] = score.interval
+            if self.swd_floor.interval:
+                result.floor_intervals["swd"] = self.swd_floor.interval
+        result.mark_saturated()
 
     def _add_fidelity_and_protocol(self, result: EvalResult) -> None:
         """Precision/recall/density/coverage, the bootstrap intervals and the protocol, from the
@@ -437,20 +387,13 @@ class GANEvaluator:
         result.protocol = metric_protocol(
             **self.protocol_base, num_real=real.shape[0], num_fake=fake.shape[0], kid_subset_size=subset_size
         )
-        self._save_protocol(result.protocol)
-
-    def _save_protocol(self, protocol: Dict[str, object]) -> None:
-        """CACHE_DIR/protocol/<id>.json, so the ``eval/protocol_id`` logged during training names a
-        readable file (metrics.jsonl and trackers hold numbers only)."""
-        path = self.cache_dir / "protocol" / f"{protocol_id(protocol)}.json"
-        if not path.is_file():
-            path.parent.mkdir(parents=True, exist_ok=True)
-            write_text_atomic(path, json.dumps(protocol, indent=2) + "\n", "metric protocol")
+        save_protocol(self.cache_dir, result.protocol)
 
     def evaluate(self, G: nn.Module) -> Dict[str, float]:
         """Flat float metrics under ``eval/`` keys: ``eval/fid``, ``eval/kid_mean``, ``eval/kid_std``,
         ``eval/fid_floor``, ``eval/kid_floor_mean``, ``eval/classes_covered``, ``eval/coverage_kl``,
         ``eval/classifier_accuracy``, ``eval/conditional_accuracy`` (when they apply), sizes,
-        ``eval/precision``, ``eval/recall``, ``eval/density``, ``eval/coverage``, their
-        ``eval/<name>_ci_low``/``_ci_high`` intervals and ``eval/protocol_id``."""
+        ``eval/precision``, ``eval/recall``, ``eval/density``, ``eval/coverage``, ``eval/swd``,
+        ``eval/swd_floor``, their ``eval/<name>_ci_low``/``_ci_high`` intervals, the floors'
+        ``eval/<name>_floor_ci_low``/``_high``, ``eval/<name>_saturated`` and ``eval/protocol_id``."""
         return self.evaluate_full(G).flat()

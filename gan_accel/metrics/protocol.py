@@ -38,7 +38,7 @@ MUST_MATCH = (
 # Fields that only change the random draw or the interval: results stay comparable (within the intervals).
 INFORMATIONAL = ("seed", "bootstrap")
 # The numbers a protocol is attached to, in the order they are shown.
-METRIC_NAMES = ("fid", "kid_mean", "precision", "recall", "density", "coverage")
+METRIC_NAMES = ("fid", "kid_mean", "precision", "recall", "density", "coverage", "swd")
 INTERVAL_NAMES = {"kid_mean": "kid"}  # the interval key of a metric, where it differs from its name
 
 
@@ -140,6 +140,17 @@ def protocol_id(protocol: Mapping[str, Any]) -> str:
     """12 hex digits naming the fields that must match: equal ids, comparable results."""
     must = {key: protocol.get(key) for key in MUST_MATCH}
     return hashlib.sha256(json.dumps(must, sort_keys=True).encode()).hexdigest()[:12]
+
+
+def save_protocol(cache_dir, protocol: Mapping[str, Any]) -> None:
+    """CACHE_DIR/protocol/<id>.json, so the ``eval/protocol_id`` logged during training names a
+    readable file (metrics.jsonl and trackers hold numbers only)."""
+    path = cache_dir / "protocol" / f"{protocol_id(protocol)}.json"
+    if not path.is_file():
+        from ..loop.atomic import write_text_atomic  # on use: compare-metrics reads protocols without torch
+
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_text_atomic(path, json.dumps(protocol, indent=2) + "\n", "metric protocol")
 
 
 def compare_protocols(a: Mapping[str, Any], b: Mapping[str, Any]) -> Tuple[bool, List[str], List[str]]:
