@@ -192,6 +192,14 @@ def test_the_fid_saturates_and_the_swd_chooses(tmp_path, monkeypatch, capsys):
     state = json.loads((out / "checkpoints" / "step_00000006" / "trainer_state.json").read_text())["state"]
     assert (state["best_key"], state["best_metric"], state["saturated"]) == ("eval/swd", 45.0, {"eval/fid": 4})
     assert (out / "plots" / "eval_fid.png").is_file()
+    # eval_results.json holds the latest evaluation, what selects since and when each metric saturated.
+    latest = json.loads((out / "eval_results.json").read_text())
+    assert (latest["step"], latest["fid"], latest["saturated"]) == (6, 0.4, ["fid"])
+    assert (latest["selecting"], latest["saturated_since"], latest["newly_saturated"]) == (
+        "eval/swd",
+        {"eval/fid": 4},
+        [],
+    )
 
 
 def test_when_both_saturate_the_last_generator_is_kept_and_the_closing_line_says_so(tmp_path, monkeypatch, capsys):
@@ -203,4 +211,10 @@ def test_when_both_saturate_the_last_generator_is_kept_and_the_closing_line_says
     assert (
         "best_generator/ = step 6, the last generator: no metric separates generated from real images any more "
         "(FID saturated at step 4, SWD saturated at step 6: each inside or below its real-vs-real interval)" in printed
+    )
+    latest = json.loads((out / "eval_results.json").read_text())
+    assert (latest["selecting"], latest["saturated_since"], latest["newly_saturated"]) == (
+        "last",
+        {"eval/fid": 4, "eval/swd": 6},
+        ["eval/swd"],
     )

@@ -9,6 +9,7 @@ import json
 import math
 import os
 import time
+from dataclasses import asdict
 from pathlib import Path
 from typing import Callable, Dict, List, Optional
 
@@ -206,6 +207,25 @@ def write_best_score(
     value, the step, and the step at which each metric had saturated by then."""
     record = {"metric": key, "value": value, "step": step, "saturated": dict(saturated or {})}
     write_text_atomic(Path(folder) / BEST_FILE, json.dumps(record, indent=2) + "\n", "best score")
+
+
+EVAL_RESULTS = "eval_results.json"  # in the run folder: the latest evaluation, what selects and what saturated
+
+
+def write_eval_results(
+    folder: Path, result, step: int, selecting: str, saturated: Dict[str, int], newly: List[str]
+) -> None:
+    """``eval_results.json``: the latest evaluation in evaluate-gan's format (compare-metrics reads
+    either), its step, the metric that now chooses best_generator/ (``last`` when none separates),
+    the step at which each metric saturated, and which saturated at this evaluation."""
+    record = {
+        **asdict(result),
+        "step": step,
+        "selecting": selecting,
+        "saturated_since": dict(saturated),
+        "newly_saturated": list(newly),
+    }
+    write_text_atomic(Path(folder) / EVAL_RESULTS, json.dumps(record, indent=2) + "\n", "results")
 
 
 def read_best_score(folder: Path) -> Optional[dict]:

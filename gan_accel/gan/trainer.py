@@ -48,6 +48,7 @@ class GANTrainer(Task):
             checked="models.export: config, finite weights; score.json: the metric that chose it, its value and step",
         ),
         Output("cache", "cache", checked="metrics cache: keyed by the data and the feature extractor"),
+        Output("eval_results.json", "record", label="results"),
     )
 
     @classmethod
@@ -241,6 +242,14 @@ class GANTrainer(Task):
             metrics[f"eval/best_{selecting.split('/')[1]}"] = state.best_metric  # eval/best_fid, eval/best_swd
         self.last_eval = {"step": state.step, "fid": metrics["eval/fid"]}  # for the closing verdict
         run.logger.write(state.step, metrics)
+        photo_run.write_eval_results(
+            run.output_dir,
+            self._evaluation,
+            state.step,
+            selecting or LAST,
+            state.saturated,
+            self.keeper.newly_saturated,
+        )
         for key in self.keeper.newly_saturated:  # once per run: the step is in the checkpoint's state
             run.print(photo_run.saturation_line(key, metrics, state.step, selecting))
         if selecting is None:
