@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass, field
 from typing import List, Optional
 
-from ..config import FREE, WARN, check_choice, check_positive, choice
+from ..config.fields import FREE, WARN, check_choice, check_positive, choice
 from ..errors import ConfigError
 
 OPTIMIZERS = ("adam", "adamw", "adafactor")

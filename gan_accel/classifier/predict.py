@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import List, Optional
 
-from ..config import check_positive
+from ..config.fields import check_positive
 from ..data.length_grouped import longest_first, restore_order
 from ..errors import ConfigError, UserError
 from .model import check_max_length, check_tokenizer

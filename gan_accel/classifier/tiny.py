@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import List
 
-from ..config import check_positive
+from ..config.fields import check_positive
 from ..errors import ConfigError, UserError
 from .data import read_table
 

@@ -5,7 +5,7 @@ gan-accel make-tiny-model --train_file data/train.csv --output_dir tiny-distilbe
 
 from __future__ import annotations
 
-from gan_accel.config import parse_config
+from gan_accel.config.parse import parse_config
 from gan_accel.errors import cli_entry
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 from typing import Optional, Sequence
 
-from gan_accel.config import parse_config
+from gan_accel.config.parse import parse_config
 from gan_accel.errors import cli_entry
 
 

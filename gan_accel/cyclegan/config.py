@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
-from ..config import FREE, WARN, check_choice, check_positive, choice
+from ..config.fields import FREE, WARN, check_choice, check_positive, choice
 from ..errors import ConfigError
 from .data import DATASETS, PREPROCESS
 from .losses import ADVERSARIAL_LOSSES

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
-from ..config import SECRET_FIELDS
+from ..config.run import SECRET_FIELDS
 from .atomic import fsync_dir
 from .metrics_log import METRICS_FILE
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
-from ...config import FREE, WARN, check_positive
+from ...config.fields import FREE, WARN, check_positive
 from ...errors import ConfigError
 
 
