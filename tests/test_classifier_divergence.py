@@ -82,7 +82,9 @@ def test_a_finished_run_without_a_finite_evaluation_is_an_error(setup, capsys):
         .startswith(f"error: no evaluation of this run was finite, so no model was exported to {out / 'model'}")
     )
     assert not (out / "model").exists()
-    assert json.loads((out / "eval_results.json").read_text())["final"]["eval/loss"] is None  # JSON null, not NaN
+    results = (out / "eval_results.json").read_text()
+    assert json.loads(results)["final"]["eval/loss"] is None  # JSON null, not NaN
+    assert "NaN" not in results and "Infinity" not in results  # the recorded examples' probabilities too
 
 
 def test_weights_turning_non_finite_are_never_checkpointed(setup, monkeypatch):

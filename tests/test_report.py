@@ -4,6 +4,7 @@ at each evaluation and at the end, written atomically, every user string escaped
 from __future__ import annotations
 
 import html
+import json
 import os
 import re
 import shutil
@@ -17,7 +18,7 @@ from hypothesis import strategies as st
 from classifier_fixtures import make_corpus, make_tiny, train_argv, train_in_process
 from cyclegan_fixtures import TINY_CYCLEGAN, make_domains
 from distill_fixtures import distill_argv, distill_in_process
-from gan_accel.loop import report
+from gan_accel.loop import report, report_tasks
 from gan_accel.loop.report import REPORT_FILE, ReportInputs, command_line, write_report
 from helpers import load_script
 from run_fixtures import run_gan
@@ -136,7 +137,12 @@ def test_user_strings_are_escaped(tmp_path, argv, value, note):
     (folder / "config.json").write_text(report.json.dumps({"output_dir": value, value: 1}))
     (folder / "eval_results.json").write_text(
         report.json.dumps(
-            {"final": {"eval/accuracy": 0.5}, "label_names": [value, "b"], "confusion": [[1, 0], [0, 1]]}
+            {
+                "final": {"eval/accuracy": 0.5},
+                "label_names": [value, "b"],
+                "confusion": [[1, 0], [0, 1]],
+                "examples": [{"text": value, "label": value, "predicted": "b", "probability": 0.5}],
+            }
         )
     )
     command = command_line("train-gan", ["--output_dir", value, *argv])
@@ -187,7 +193,8 @@ def classifier_setup(tmp_path_factory):
     folder = tmp_path_factory.mktemp("report_classifier")
     corpus = make_corpus(folder / "data")
     tiny = make_tiny(folder / "tiny", corpus["train"])
-    run = train_in_process(train_argv(corpus, tiny, folder / "clf", "--max_steps", "4", "--eval_every", "2"))
+    # One evaluation, at the end: model/ is then the final model, whose predictions are recorded.
+    run = train_in_process(train_argv(corpus, tiny, folder / "clf", "--max_steps", "4", "--eval_every", "4"))
     return {"corpus": corpus, "tiny": tiny, "teacher": run / "model", "folder": folder, "run": run}
 
 
@@ -196,6 +203,83 @@ def test_classifier_report(classifier_setup):
     text = assert_self_contained(run)
     assert "Accuracy" in text and "Confusion matrix" in text and "gan-accel predict --model" in text
     assert "Started from Python" in text  # no command line: trained by the library's function
+    assert_predictions_shown(run, classifier_setup["corpus"]["validation"], text)
+
+
+def assert_predictions_shown(run: Path, validation: Path, text: str) -> None:
+    """eval_results.json holds the first validation rows in the file's order (not the evaluation
+    loader's, which runs longest first), each with its label, prediction and probability, and
+    the page shows them, each wrong prediction marked."""
+    from gan_accel.classifier.evaluate import EXAMPLES
+
+    examples = json.loads((run / "eval_results.json").read_text())["examples"]
+    rows = [json.loads(line) for line in validation.read_text().splitlines()][:EXAMPLES]
+    assert [(e["text"], e["label"]) for e in examples] == [(r["text"], r["label"]) for r in rows]
+    assert all(0 < e["probability"] <= 1 for e in examples)
+    assert "A few validation examples" in text
+    for e in examples:
+        assert e["text"] in text and e["predicted"] in text
+    page = (run / REPORT_FILE).read_text()
+    wrong = sum(e["predicted"] != e["label"] for e in examples)
+    assert page.count(report_tasks.WRONG) == wrong
+
+
+def test_recorded_examples_are_what_predict_says(classifier_setup):
+    """The examples recorded at the end of the run are what ``gan-accel predict`` answers for the
+    same texts with the exported model (here the final one: a single evaluation, at the end)."""
+    from gan_accel.classifier.predict import PredictArguments, predict
+
+    run = classifier_setup["run"]
+    results = json.loads((run / "eval_results.json").read_text())
+    assert results["best"]["step"] == results["final"]["step"]
+    examples = results["examples"]
+    rows = predict(PredictArguments(model=str(run / "model"), text=[e["text"] for e in examples], cpu=True))
+    assert [r["label"] for r in rows] == [e["predicted"] for e in examples]
+    assert [r["score"] for r in rows] == pytest.approx([e["probability"] for e in examples], abs=1e-5)
+
+
+def test_validation_examples_are_what_predict_says_of_the_exported_model(classifier_setup, tmp_path):
+    """validation_examples() (one padded batch, the run's Accelerator) gives each text the label and
+    probability ``gan-accel predict`` gives it with the exported model. Large weights give every
+    text its own probability and the texts' lengths are out of order, so a prediction paired with
+    another text, or taken in the loader's longest-first order, would show."""
+    import torch
+    from accelerate import Accelerator
+    from accelerate.utils import set_seed
+    from transformers import DataCollatorWithPadding
+
+    from classifier_fixtures import reset_accelerate
+    from gan_accel.classifier.config import ClassifierModelArguments
+    from gan_accel.classifier.data import EncodedDataset
+    from gan_accel.classifier.evaluate import TEXT_CHARS, validation_examples
+    from gan_accel.classifier.model import export_model, load_model, load_tokenizer
+    from gan_accel.classifier.predict import PredictArguments, predict
+
+    args = ClassifierModelArguments(model_name_or_path=str(classifier_setup["tiny"]))
+    set_seed(0)
+    names = ["a", "b", "c"]
+    model = load_model(args, names)
+    with torch.no_grad():
+        for p in model.parameters():
+            if p.ndim == 2:
+                p.normal_(std=0.3)
+    tokenizer = load_tokenizer(args)
+    texts = ["good", "the plot was dull and the cast was poor", "bad", " ".join(["a great film"] * 30), "fine"]
+    encoded = tokenizer(texts, truncation=True, max_length=32)
+    dataset = EncodedDataset({k: encoded[k] for k in ("input_ids", "attention_mask")}, [0, 1, 2, 0, 1])
+    reset_accelerate()
+    examples = validation_examples(
+        Accelerator(cpu=True), model, dataset, DataCollatorWithPadding(tokenizer), texts, names
+    )
+    reset_accelerate()
+    export_model(model, tokenizer, tmp_path / "model")
+    rows = predict(PredictArguments(model=str(tmp_path / "model"), text=texts, max_length=32, cpu=True))
+    assert [e["label"] for e in examples] == ["a", "b", "c", "a", "b"]
+    assert [e["predicted"] for e in examples] == [r["label"] for r in rows]
+    assert [e["probability"] for e in examples] == pytest.approx([r["score"] for r in rows], abs=1e-6)
+    assert len({round(r["score"], 4) for r in rows}) == len(texts)  # each text its own probability
+    long = examples[3]["text"]
+    assert len(long) == TEXT_CHARS and texts[3].startswith(long[:-1]) and long.endswith("\u2026")
 
 
 def test_distill_report(classifier_setup):
@@ -206,6 +290,7 @@ def test_distill_report(classifier_setup):
     )
     text = assert_self_contained(Path(out))
     assert "teacher" in text and "Confusion matrix" in text
+    assert_predictions_shown(Path(out), classifier_setup["corpus"]["validation"], text)
 
 
 def test_report_needs_no_network_and_survives_a_move(gan_run, tmp_path):

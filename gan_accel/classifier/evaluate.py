@@ -65,6 +65,39 @@ def confusion_matrix(preds: torch.Tensor, labels: torch.Tensor, num_labels: int)
     return torch.bincount(flat, minlength=num_labels * num_labels).view(num_labels, num_labels).tolist()
 
 
+EXAMPLES = 8  # validation examples recorded in eval_results.json (report.html shows them)
+TEXT_CHARS = 200  # a recorded text is cut to this many characters
+
+
+def validation_examples(accelerator, model, dataset, collate, texts: List[str], label_names: List[str]) -> List[dict]:
+    """The first :data:`EXAMPLES` validation examples in the file's order (the evaluation loader's
+    runs longest first) with ``model``'s prediction and its probability: one small batch, on this
+    process only (the unwrapped model: no collective), scored as ``gan-accel predict`` scores
+    (:func:`.predict.top_labels`). ``collate`` is the evaluation loader's, so the texts are
+    tokenised and padded as in evaluation; the device and autocast are the run's."""
+    from .predict import top_labels
+
+    count = min(EXAMPLES, len(dataset))
+    batch = collate([dataset[i] for i in range(count)])
+    labels = batch.pop("labels").tolist()
+    net = accelerator.unwrap_model(model)
+    was_training = net.training
+    net.eval()
+    with accelerator.autocast():
+        ids, scores = top_labels(net, batch.to(accelerator.device))
+    net.train(was_training)
+    return [
+        {
+            "text": texts[i] if len(texts[i]) <= TEXT_CHARS else texts[i][: TEXT_CHARS - 1] + "\u2026",
+            "label": label_names[labels[i]],
+            # null for a diverged model's NaN (not JSON), and no class picked from it
+            "predicted": label_names[ids[i]] if math.isfinite(scores[i]) else None,
+            "probability": scores[i] if math.isfinite(scores[i]) else None,
+        }
+        for i in range(count)
+    ]
+
+
 def best_model_keeper(
     accelerator, state, model, tokenizer, out: Path, metric: str, greater_is_better: bool
 ) -> BestKeeper:
@@ -116,6 +149,7 @@ def write_eval_results(trainer, out: Path) -> dict:
         "final_lr": trainer.engine.schedulers["model"].get_last_lr()[0],
         "steps": trainer.run.state.step,
         "confusion": getattr(trainer, "last_confusion", None),  # [true][predicted], the final evaluation
+        "examples": trainer.validation_examples(trainer.engine.nets.model),
     }
     write_text_atomic(out / "eval_results.json", json.dumps(results, indent=2) + "\n", "results")
     return results

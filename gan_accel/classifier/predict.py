@@ -9,7 +9,7 @@ import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import List, Optional
+from typing import List, Optional, Tuple
 
 from ..config.fields import check_positive
 from ..data.length_grouped import longest_first, restore_order
@@ -121,14 +121,23 @@ def predict(args: PredictArguments) -> List[dict]:
     for start in range(0, len(order), args.batch_size):
         chunk = order[start : start + args.batch_size]
         enc = tokenizer.pad({"input_ids": [encoded[i] for i in chunk]}, return_tensors="pt").to(device)
-        with torch.no_grad():
-            probs = model(**enc).logits.float().softmax(dim=-1)  # [B, num_labels]
-        scores, ids = probs.max(dim=-1)
+        ids, scores = top_labels(model, enc)
         rows += [
-            {"text": texts[t], "label": model.config.id2label[int(i)], "score": float(s)}
-            for t, i, s in zip(chunk, ids.tolist(), scores.tolist())
+            {"text": texts[t], "label": model.config.id2label[i], "score": s} for t, i, s in zip(chunk, ids, scores)
         ]
     return restore_order(rows, order)
+
+
+def top_labels(model, batch) -> Tuple[List[int], List[float]]:
+    """The most probable class of each text of ``batch`` (tokenised, on the model's device) and its
+    probability: softmax in float32, whatever precision the logits come in. The run's recorded
+    validation examples (:func:`.evaluate.validation_examples`) are scored by this too."""
+    import torch
+
+    with torch.no_grad():
+        probs = model(**batch).logits.float().softmax(dim=-1)  # [B, num_labels]
+    scores, ids = probs.max(dim=-1)
+    return ids.tolist(), scores.tolist()
 
 
 def check_output_file(output_file: Optional[str]) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from contextlib import nullcontext
 from pathlib import Path
-from typing import Dict
+from typing import Dict, List
 
 import torch
 
@@ -19,7 +19,15 @@ from ..loop.guard import NonFiniteError
 from ..runner import Output, Plan, Task
 from .config import ClassifierDataArguments, ClassifierModelArguments, ClassifierTrainArguments
 from .data import build_dataloaders, encode_data, read_labelled_rows
-from .evaluate import best_model_keeper, confusion_matrix, gather_predictions, scores_of, write_eval_results
+from .evaluate import (
+    EXAMPLES,
+    best_model_keeper,
+    confusion_matrix,
+    gather_predictions,
+    scores_of,
+    validation_examples,
+    write_eval_results,
+)
 from .model import check_max_length, load_config, load_model, load_tokenizer, schedule_length
 from .recipe import ClassifierRecipe, schedule_state
 
@@ -160,6 +168,16 @@ class ClassifierTrainer(Task):
             return self.engine.train()
 
     train_loop = train_engine  # tests drive the loop without the export
+
+    def validation_examples(self, model) -> List[dict]:
+        """A few validation texts with ``model``'s predictions (a text pair shown as "text | pair")."""
+        args = self.data_args
+        rows = self.raw.rows["validation"][:EXAMPLES]
+        texts = [" | ".join(str(r[c] or "") for c in (args.text_column, args.text_pair_column) if c) for r in rows]
+        collate = self.engine.eval_loaders[0].collate_fn
+        return validation_examples(
+            self.accelerator, model, self.data.validation, collate, texts, self.data.label_names
+        )
 
     def export(self) -> None:
         """``eval_results.json``; the best model was exported by the evaluations."""

@@ -1,6 +1,6 @@
 """The parts of ``report.html`` (:mod:`.report`) that only one task has: a GAN's grids, kept
 generator and sampling command; a CycleGAN's translations; a classifier's (or a distilled
-student's) accuracy and confusion matrix. Each reads what its task already writes."""
+student's) accuracy, confusion matrix and a few predictions. Each reads what its task already writes."""
 
 from __future__ import annotations
 
@@ -136,16 +136,29 @@ def confusion_table(results: dict) -> str:
     )
 
 
+WRONG = "<b>wrong</b>"  # the mark of a wrong prediction in the examples' table
+
+
 def prediction_table(results: dict) -> str:
+    """The validation examples the run recorded at its end (``examples`` of ``eval_results.json``:
+    text, label, predicted, probability), each wrong prediction marked."""
     examples = results.get("examples")
-    if not isinstance(examples, list) or not examples:
+    examples = [e for e in examples if isinstance(e, dict)] if isinstance(examples, list) else []
+    if not examples:
         return ""
     rows = [
-        [esc(e.get("text", "")), esc(e.get("label", "")), esc(e.get("predicted", ""))]
+        [
+            esc(e.get("text", "")),
+            esc(e.get("label", "")),
+            fmt(e.get("predicted")),
+            fmt(e.get("probability")),
+            WRONG if e.get("predicted") != e.get("label") else "right",
+        ]
         for e in examples
-        if isinstance(e, dict)
     ]
-    return "<p>A few validation examples:</p>" + table(["text", "label", "predicted"], rows)
+    return "<p>A few validation examples (the first of the file) and the final model's predictions:</p>" + table(
+        ["text", "label", "predicted", "probability", ""], rows
+    )
 
 
 def classifier_sections(folder: Path, project: str) -> List[Optional[Section]]:

@@ -117,7 +117,8 @@ class DistillTrainer(ClassifierTrainer):
         return self.engine.train()
 
     def export(self) -> None:
-        self.evaluator.write_results({**self.record, "train_seconds": self.train_seconds})
+        examples = self.validation_examples(self.engine.nets.student)  # the final student's
+        self.evaluator.write_results({**self.record, "train_seconds": self.train_seconds, "examples": examples})
 
 
 def train_distill(*configs, on_update=None):
