@@ -100,9 +100,9 @@ def test_gan_report_refreshed_at_each_evaluation(gan_run):
 
 
 def test_report_is_a_declared_output(gan_run, tmp_path):
-    from gan_accel.runner import declared_outputs
+    from gan_accel.data.paths import run_replaced_names
 
-    assert REPORT_FILE in declared_outputs()
+    assert REPORT_FILE in run_replaced_names()
 
 
 def test_report_written_atomically(tmp_path, monkeypatch):
