@@ -178,6 +178,22 @@ def test_a_start_stopped_before_its_first_update_can_be_run_again(tmp_path):
     assert command(argv).returncode == 0
 
 
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+@pytest.mark.parametrize("how", ["script", "gan-accel"])
+def test_a_stop_while_the_command_imports_torch_is_one_line(tmp_path, how, sig):
+    """The seconds of torch's import, before the command's own first line: ``python scripts/X.py``
+    (and torchrun/accelerate launch of it) answers as ``gan-accel X`` does."""
+    argv = ["plot-run", str(tmp_path)]
+    if how == "script":
+        env = {**os.environ, "PYTHONPATH": str(ROOT), interrupt.TEST_SIGNAL_ENV: f"import:{sig.name}"}
+        cmd = [sys.executable, str(ROOT / "scripts" / "plot_run.py"), *argv[1:]]
+        proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
+    else:
+        proc = command(argv, f"import:{sig.name}")
+    assert_one_line(proc, sig)
+    assert "torch" not in proc.stderr  # stopped before the import, by the command's own handler
+
+
 def test_a_second_signal_within_the_window_is_the_same_stop(monkeypatch):
     exits = []
     monkeypatch.setattr(os, "_exit", lambda code: exits.append(code))
