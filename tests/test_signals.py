@@ -14,12 +14,16 @@ import sys
 import pytest
 from PIL import Image
 
+from cyclegan_fixtures import make_domains
 from gan_accel import interrupt
+from gan_accel.cyclegan.export import save_translator
+from gan_accel.cyclegan.models import ResnetGenerator
 from helpers import ROOT, TINY_GAN, load_script
 
 train_gan = load_script("train_gan").main
 ENTRY = "import sys; from gan_accel.cli import main; sys.exit(main())"  # the gan-accel command
 TRAIN = [*TINY_GAN, "--max_steps", "3", "--checkpointing_steps", "0", "--log_every", "1"]
+EVAL = ["--eval_num_images", "100"]  # the smallest evaluation (the domain classifier needs every digit)
 
 
 def command(argv, at="", timeout=300, torchrun=False):
@@ -60,9 +64,12 @@ def assert_one_line(proc, sig):
 
 @pytest.fixture(scope="module")
 def work(tmp_path_factory):
-    """A workspace with a finished tiny run (its generator, metrics) and a user's file."""
+    """A workspace with a finished tiny run (its generator, metrics), a CycleGAN translator with a
+    folder to translate, and a user's file."""
     root = tmp_path_factory.mktemp("signals")
     assert train_gan([*TRAIN, "--max_steps", "2", "--output_dir", str(root / "done")]) == 0
+    save_translator(ResnetGenerator(1, 4, 1), root / "generator_A2B", "A2B", 16)
+    make_domains(root / "domains", num_a=3, num_b=1)
     (root / "mine").mkdir()
     (root / "mine" / "notes.txt").write_text("the user's own")
     return root
@@ -74,6 +81,8 @@ def args_of(name, work):
     return {
         "train-gan": ["train-gan", *TRAIN, "--output_dir", f"{w}/new"],
         "train-gan-in-users-folder": ["train-gan", *TRAIN, "--output_dir", f"{w}/mine"],
+        # A tiny in-run evaluation at step 2 (of 3): the signal lands while it runs.
+        "train-gan-eval": ["train-gan", *TRAIN, *EVAL, "--eval_every", "2", "--output_dir", f"{w}/new"],
         "train-gan-resume": ["train-gan", *TRAIN, "--output_dir", f"{w}/done", "--resume_from_checkpoint", "latest"],
         "sample-gan": [
             "sample-gan",
@@ -93,11 +102,21 @@ def args_of(name, work):
             f"{w}/done/generator",
             "--dataset",
             "digits",
+            "--num_images",
+            "100",
             "--output_dir",
             f"{w}/ev",
         ],
         "plot-run": ["plot-run", f"{w}/done"],
-        "translate": ["translate", "--generator", f"{w}/none", "--input_dir", f"{w}/mine", "--output_dir", f"{w}/tr"],
+        "translate": [
+            "translate",
+            "--generator",
+            f"{w}/generator_A2B",
+            "--input_dir",
+            f"{w}/domains/trainA",
+            "--output_dir",
+            f"{w}/tr",
+        ],
         "predict": ["predict", "--model", f"{w}/none", "--texts", "a"],
         "compare-metrics": ["compare-metrics", f"{w}/a.json", f"{w}/b.json"],
         "make-photo-crops": [
@@ -116,11 +135,23 @@ def args_of(name, work):
 STARTUP = [("train-gan", p) for p in ("start", "folder", "build", "build,discard")]
 STARTUP += [("train-gan-in-users-folder", "build"), ("train-gan-resume", "build"), ("train-gan-resume", "folder")]
 OTHERS = [(c, "start") for c in ("sample-gan", "export-onnx", "evaluate-gan", "plot-run", "translate", "predict")]
-OTHERS += [("compare-metrics", "start"), ("make-photo-crops", "start"), ("export-onnx", "export")]
-WRITING = [("sample-gan", "write"), ("make-photo-crops", "write")]
-TRAINING = [("train-gan", "update"), ("train-gan", "update:2"), ("train-gan", "export")]
-CASES = [(c, p, s) for c, p in STARTUP + OTHERS + WRITING + TRAINING for s in (signal.SIGINT, signal.SIGTERM)]
-DRAWN = random.Random(57).sample(CASES, 4)
+OTHERS += [("compare-metrics", "start"), ("make-photo-crops", "start")]
+# Each command's work: files written one by one, an ONNX export, an evaluation.
+WRITING = [("sample-gan", "write"), ("make-photo-crops", "write"), ("translate", "write"), ("plot-run", "write")]
+WORK = WRITING + [("export-onnx", "export"), ("evaluate-gan", "evaluate")]
+TRAINING = [
+    ("train-gan", "update"),
+    ("train-gan", "update:2"),
+    ("train-gan", "export"),
+    ("train-gan-eval", "evaluate"),
+]
+SIGNALS = (signal.SIGINT, signal.SIGTERM)
+CASES = [(c, p, s) for c, p in STARTUP + OTHERS + WORK + TRAINING for s in SIGNALS]
+# The default run: a few drawn cases, one of them a command's work; not an evaluation (its domain
+# classifier costs 10-30 s a case on 2 cores: -m slow runs those).
+CHEAP = [case for case in CASES if case[1] != "evaluate"]
+DRAWN = random.Random(57).sample([case for case in CHEAP if case[:2] not in WORK], 3)
+DRAWN += random.Random(57).sample([case for case in CHEAP if case[:2] in WORK], 1)
 
 
 def spec(phase, sig):
@@ -142,14 +173,19 @@ def check_case(work, name, phase, sig):
             if path.endswith(".png"):
                 Image.open(work / path).verify()
         return
-    if name == "train-gan" and phase.startswith(("update", "export")):  # a checkpoint that resumes
+    if name.startswith("train-gan") and phase.startswith(
+        ("update", "export", "evaluate")
+    ):  # a checkpoint that resumes
         run = work / "new"
         assert (run / "checkpoints").is_dir() and not (run / "run.lock").exists()
         assert "stopped after step" in proc.stderr or "finishing this step" in proc.stderr
+        if phase == "evaluate":  # the evaluation at step 2 ends, then the checkpoint of step 2
+            assert sorted(p.name for p in (run / "checkpoints").iterdir()) == ["step_00000002"]
         assert command([*argv, "--resume_from_checkpoint", "latest"]).returncode == 0
         assert (run / "generator").is_dir()
         return
-    assert snapshot(work) == before  # the folder as found; the same command then runs
+    # The folder as found (evaluate-gan: no eval_results.json, whole or partial); the same command then runs.
+    assert snapshot(work) == before
 
 
 @pytest.mark.parametrize("name,phase,sig", DRAWN, ids=[f"{c}-{p}-{s.name}" for c, p, s in DRAWN])
@@ -178,7 +214,7 @@ def test_a_start_stopped_before_its_first_update_can_be_run_again(tmp_path):
     assert command(argv).returncode == 0
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+@pytest.mark.parametrize("sig", SIGNALS, ids=[s.name for s in SIGNALS])
 @pytest.mark.parametrize("how", ["script", "gan-accel"])
 def test_a_stop_while_the_command_imports_torch_is_one_line(tmp_path, how, sig):
     """The seconds of torch's import, before the command's own first line: ``python scripts/X.py``
