@@ -26,12 +26,20 @@ TRAIN = [*TINY_GAN, "--max_steps", "3", "--checkpointing_steps", "0", "--log_eve
 EVAL = ["--eval_num_images", "100"]  # the smallest evaluation (the domain classifier needs every digit)
 
 
+LAUNCHERS = {  # 2 processes on the CPU
+    "torchrun": ["torch.distributed.run", "--standalone", "--nproc_per_node", "2"],
+    "accelerate": ["accelerate.commands.launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1"],
+}
+
+
 def command(argv, at="", timeout=300, torchrun=False):
+    """``torchrun``: True or a :data:`LAUNCHERS` name, the command on 2 processes."""
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1", interrupt.TEST_SIGNAL_ENV: at}
     if torchrun:
         env["ACCELERATE_USE_CPU"] = "1"
-        cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2"]
-        cmd += [str(ROOT / "scripts" / "train_gan.py"), *argv[1:]]
+        launcher = LAUNCHERS["torchrun" if torchrun is True else torchrun]
+        extra = ["--mixed_precision", "no", "--dynamo_backend", "no"] if torchrun == "accelerate" else []
+        cmd = [sys.executable, "-m", *launcher, *extra, str(ROOT / "scripts" / "train_gan.py"), *argv[1:]]
     else:
         cmd = [sys.executable, "-c", ENTRY, *argv]
     return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
@@ -259,6 +267,18 @@ def test_torchrun_a_signal_to_every_process_of_the_job_checkpoints_and_resumes(t
     assert proc.stderr.count(f"{sig.name} received: finishing this step") == 2, proc.stderr[-3000:]
     assert (tmp_path / "run" / "checkpoints").is_dir() and not (tmp_path / "run" / "run.lock").exists()
     assert command([*argv, "--resume_from_checkpoint", "latest"], torchrun=True).returncode == 0
+
+
+@pytest.mark.slow
+def test_accelerate_launch_a_signal_to_every_process_of_the_job_exits_143(tmp_path):
+    """What torchrun cannot: accelerate launch (its elastic agent in its own process) exits with
+    128 + the signal it received, after its workers checkpointed."""
+    argv = ["train-gan", *TRAIN, "--output_dir", str(tmp_path / "run")]
+    proc = command(argv, "update:SIGTERM:job", torchrun="accelerate")
+    assert proc.returncode == 143 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    assert proc.stderr.count("SIGTERM received: finishing this step") == 2, proc.stderr[-3000:]
+    assert (tmp_path / "run" / "checkpoints").is_dir() and not (tmp_path / "run" / "run.lock").exists()
+    assert command([*argv, "--resume_from_checkpoint", "latest"], torchrun="accelerate").returncode == 0
 
 
 @pytest.mark.slow
