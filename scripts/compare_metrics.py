@@ -10,7 +10,7 @@ the protocol that differs is listed. Exit code 0: comparable, 1: not comparable,
 
 # Kept for existing commands and job scripts: the command is gan_accel.cli.compare_metrics, on the PATH
 # as `gan-accel compare-metrics` once the package is installed.
-from gan_accel.cli.compare_metrics import __doc__, main  # noqa: F401 (the docstring is the --help text)
+# Run as a program, it answers Ctrl-C from before torch's import (gan_accel.cli.script).
+from gan_accel.cli import script
 
-if __name__ == "__main__":
-    raise SystemExit(main())
+main = script(__name__, "compare_metrics")

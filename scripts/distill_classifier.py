@@ -5,7 +5,7 @@ python / accelerate launch / torchrun scripts/distill_classifier.py [--config FI
 
 # Kept for existing commands and job scripts: the command is gan_accel.cli.distill_classifier, on the PATH
 # as `gan-accel distill-classifier` once the package is installed.
-from gan_accel.cli.distill_classifier import __doc__, main  # noqa: F401 (the docstring is the --help text)
+# Run as a program, it answers Ctrl-C from before torch's import (gan_accel.cli.script).
+from gan_accel.cli import script
 
-if __name__ == "__main__":
-    raise SystemExit(main())
+main = script(__name__, "distill_classifier")

@@ -11,7 +11,7 @@ classifier and the real reference statistics are cached under --cache_dir.
 
 # Kept for existing commands and job scripts: the command is gan_accel.cli.evaluate_gan, on the PATH
 # as `gan-accel evaluate-gan` once the package is installed.
-from gan_accel.cli.evaluate_gan import __doc__, main  # noqa: F401 (the docstring is the --help text)
+# Run as a program, it answers Ctrl-C from before torch's import (gan_accel.cli.script).
+from gan_accel.cli import script
 
-if __name__ == "__main__":
-    raise SystemExit(main())
+main = script(__name__, "evaluate_gan")

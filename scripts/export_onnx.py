@@ -6,7 +6,7 @@ Needs the `onnx` extra: pip install 'gan_accel[onnx]'."""
 
 # Kept for existing commands and job scripts: the command is gan_accel.cli.export_onnx, on the PATH
 # as `gan-accel export-onnx` once the package is installed.
-from gan_accel.cli.export_onnx import __doc__, main  # noqa: F401 (the docstring is the --help text)
+# Run as a program, it answers Ctrl-C from before torch's import (gan_accel.cli.script).
+from gan_accel.cli import script
 
-if __name__ == "__main__":
-    raise SystemExit(main())
+main = script(__name__, "export_onnx")

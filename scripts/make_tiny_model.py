@@ -5,7 +5,7 @@ python scripts/make_tiny_model.py --train_file data/train.csv --output_dir tiny-
 
 # Kept for existing commands and job scripts: the command is gan_accel.cli.make_tiny_model, on the PATH
 # as `gan-accel make-tiny-model` once the package is installed.
-from gan_accel.cli.make_tiny_model import __doc__, main  # noqa: F401 (the docstring is the --help text)
+# Run as a program, it answers Ctrl-C from before torch's import (gan_accel.cli.script).
+from gan_accel.cli import script
 
-if __name__ == "__main__":
-    raise SystemExit(main())
+main = script(__name__, "make_tiny_model")

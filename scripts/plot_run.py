@@ -2,7 +2,7 @@
 
 # Kept for existing commands and job scripts: the command is gan_accel.cli.plot_run, on the PATH
 # as `gan-accel plot-run` once the package is installed.
-from gan_accel.cli.plot_run import __doc__, main  # noqa: F401 (the docstring is the --help text)
+# Run as a program, it answers Ctrl-C from before torch's import (gan_accel.cli.script).
+from gan_accel.cli import script
 
-if __name__ == "__main__":
-    raise SystemExit(main())
+main = script(__name__, "plot_run")

@@ -6,7 +6,7 @@ python scripts/predict.py --model runs/x/model --input_file texts.txt --output_f
 
 # Kept for existing commands and job scripts: the command is gan_accel.cli.predict, on the PATH
 # as `gan-accel predict` once the package is installed.
-from gan_accel.cli.predict import __doc__, main  # noqa: F401 (the docstring is the --help text)
+# Run as a program, it answers Ctrl-C from before torch's import (gan_accel.cli.script).
+from gan_accel.cli import script
 
-if __name__ == "__main__":
-    raise SystemExit(main())
+main = script(__name__, "predict")

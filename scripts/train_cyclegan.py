@@ -3,7 +3,7 @@ python / accelerate launch / torchrun scripts/train_cyclegan.py [--config FILE] 
 
 # Kept for existing commands and job scripts: the command is gan_accel.cli.train_cyclegan, on the PATH
 # as `gan-accel train-cyclegan` once the package is installed.
-from gan_accel.cli.train_cyclegan import __doc__, main  # noqa: F401 (the docstring is the --help text)
+# Run as a program, it answers Ctrl-C from before torch's import (gan_accel.cli.script).
+from gan_accel.cli import script
 
-if __name__ == "__main__":
-    raise SystemExit(main())
+main = script(__name__, "train_cyclegan")

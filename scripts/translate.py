@@ -8,7 +8,7 @@ training size, translated, and written under --output_dir with the same relative
 
 # Kept for existing commands and job scripts: the command is gan_accel.cli.translate, on the PATH
 # as `gan-accel translate` once the package is installed.
-from gan_accel.cli.translate import __doc__, main  # noqa: F401 (the docstring is the --help text)
+# Run as a program, it answers Ctrl-C from before torch's import (gan_accel.cli.script).
+from gan_accel.cli import script
 
-if __name__ == "__main__":
-    raise SystemExit(main())
+main = script(__name__, "translate")

@@ -14,20 +14,32 @@ import sys
 import pytest
 from PIL import Image
 
+from cyclegan_fixtures import make_domains
 from gan_accel import interrupt
+from gan_accel.cyclegan.export import save_translator
+from gan_accel.cyclegan.models import ResnetGenerator
 from helpers import ROOT, TINY_GAN, load_script
 
 train_gan = load_script("train_gan").main
 ENTRY = "import sys; from gan_accel.cli import main; sys.exit(main())"  # the gan-accel command
 TRAIN = [*TINY_GAN, "--max_steps", "3", "--checkpointing_steps", "0", "--log_every", "1"]
+EVAL = ["--eval_num_images", "100"]  # the smallest evaluation (the domain classifier needs every digit)
+
+
+LAUNCHERS = {  # 2 processes on the CPU
+    "torchrun": ["torch.distributed.run", "--standalone", "--nproc_per_node", "2"],
+    "accelerate": ["accelerate.commands.launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1"],
+}
 
 
 def command(argv, at="", timeout=300, torchrun=False):
+    """``torchrun``: True or a :data:`LAUNCHERS` name, the command on 2 processes."""
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1", interrupt.TEST_SIGNAL_ENV: at}
     if torchrun:
         env["ACCELERATE_USE_CPU"] = "1"
-        cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2"]
-        cmd += [str(ROOT / "scripts" / "train_gan.py"), *argv[1:]]
+        launcher = LAUNCHERS["torchrun" if torchrun is True else torchrun]
+        extra = ["--mixed_precision", "no", "--dynamo_backend", "no"] if torchrun == "accelerate" else []
+        cmd = [sys.executable, "-m", *launcher, *extra, str(ROOT / "scripts" / "train_gan.py"), *argv[1:]]
     else:
         cmd = [sys.executable, "-c", ENTRY, *argv]
     return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
@@ -60,9 +72,12 @@ def assert_one_line(proc, sig):
 
 @pytest.fixture(scope="module")
 def work(tmp_path_factory):
-    """A workspace with a finished tiny run (its generator, metrics) and a user's file."""
+    """A workspace with a finished tiny run (its generator, metrics), a CycleGAN translator with a
+    folder to translate, and a user's file."""
     root = tmp_path_factory.mktemp("signals")
     assert train_gan([*TRAIN, "--max_steps", "2", "--output_dir", str(root / "done")]) == 0
+    save_translator(ResnetGenerator(1, 4, 1), root / "generator_A2B", "A2B", 16)
+    make_domains(root / "domains", num_a=3, num_b=1)
     (root / "mine").mkdir()
     (root / "mine" / "notes.txt").write_text("the user's own")
     return root
@@ -74,6 +89,8 @@ def args_of(name, work):
     return {
         "train-gan": ["train-gan", *TRAIN, "--output_dir", f"{w}/new"],
         "train-gan-in-users-folder": ["train-gan", *TRAIN, "--output_dir", f"{w}/mine"],
+        # A tiny in-run evaluation at step 2 (of 3): the signal lands while it runs.
+        "train-gan-eval": ["train-gan", *TRAIN, *EVAL, "--eval_every", "2", "--output_dir", f"{w}/new"],
         "train-gan-resume": ["train-gan", *TRAIN, "--output_dir", f"{w}/done", "--resume_from_checkpoint", "latest"],
         "sample-gan": [
             "sample-gan",
@@ -93,11 +110,21 @@ def args_of(name, work):
             f"{w}/done/generator",
             "--dataset",
             "digits",
+            "--num_images",
+            "100",
             "--output_dir",
             f"{w}/ev",
         ],
         "plot-run": ["plot-run", f"{w}/done"],
-        "translate": ["translate", "--generator", f"{w}/none", "--input_dir", f"{w}/mine", "--output_dir", f"{w}/tr"],
+        "translate": [
+            "translate",
+            "--generator",
+            f"{w}/generator_A2B",
+            "--input_dir",
+            f"{w}/domains/trainA",
+            "--output_dir",
+            f"{w}/tr",
+        ],
         "predict": ["predict", "--model", f"{w}/none", "--texts", "a"],
         "compare-metrics": ["compare-metrics", f"{w}/a.json", f"{w}/b.json"],
         "make-photo-crops": [
@@ -116,11 +143,23 @@ def args_of(name, work):
 STARTUP = [("train-gan", p) for p in ("start", "folder", "build", "build,discard")]
 STARTUP += [("train-gan-in-users-folder", "build"), ("train-gan-resume", "build"), ("train-gan-resume", "folder")]
 OTHERS = [(c, "start") for c in ("sample-gan", "export-onnx", "evaluate-gan", "plot-run", "translate", "predict")]
-OTHERS += [("compare-metrics", "start"), ("make-photo-crops", "start"), ("export-onnx", "export")]
-WRITING = [("sample-gan", "write"), ("make-photo-crops", "write")]
-TRAINING = [("train-gan", "update"), ("train-gan", "update:2"), ("train-gan", "export")]
-CASES = [(c, p, s) for c, p in STARTUP + OTHERS + WRITING + TRAINING for s in (signal.SIGINT, signal.SIGTERM)]
-DRAWN = random.Random(57).sample(CASES, 4)
+OTHERS += [("compare-metrics", "start"), ("make-photo-crops", "start")]
+# Each command's work: files written one by one, an ONNX export, an evaluation.
+WRITING = [("sample-gan", "write"), ("make-photo-crops", "write"), ("translate", "write"), ("plot-run", "write")]
+WORK = WRITING + [("export-onnx", "export"), ("evaluate-gan", "evaluate")]
+TRAINING = [
+    ("train-gan", "update"),
+    ("train-gan", "update:2"),
+    ("train-gan", "export"),
+    ("train-gan-eval", "evaluate"),
+]
+SIGNALS = (signal.SIGINT, signal.SIGTERM)
+CASES = [(c, p, s) for c, p in STARTUP + OTHERS + WORK + TRAINING for s in SIGNALS]
+# The default run: a few drawn cases, one of them a command's work; not an evaluation (its domain
+# classifier costs 10-30 s a case on 2 cores: -m slow runs those).
+CHEAP = [case for case in CASES if case[1] != "evaluate"]
+DRAWN = random.Random(57).sample([case for case in CHEAP if case[:2] not in WORK], 3)
+DRAWN += random.Random(57).sample([case for case in CHEAP if case[:2] in WORK], 1)
 
 
 def spec(phase, sig):
@@ -142,14 +181,19 @@ def check_case(work, name, phase, sig):
             if path.endswith(".png"):
                 Image.open(work / path).verify()
         return
-    if name == "train-gan" and phase.startswith(("update", "export")):  # a checkpoint that resumes
+    if name.startswith("train-gan") and phase.startswith(
+        ("update", "export", "evaluate")
+    ):  # a checkpoint that resumes
         run = work / "new"
         assert (run / "checkpoints").is_dir() and not (run / "run.lock").exists()
         assert "stopped after step" in proc.stderr or "finishing this step" in proc.stderr
+        if phase == "evaluate":  # the evaluation at step 2 ends, then the checkpoint of step 2
+            assert sorted(p.name for p in (run / "checkpoints").iterdir()) == ["step_00000002"]
         assert command([*argv, "--resume_from_checkpoint", "latest"]).returncode == 0
         assert (run / "generator").is_dir()
         return
-    assert snapshot(work) == before  # the folder as found; the same command then runs
+    # The folder as found (evaluate-gan: no eval_results.json, whole or partial); the same command then runs.
+    assert snapshot(work) == before
 
 
 @pytest.mark.parametrize("name,phase,sig", DRAWN, ids=[f"{c}-{p}-{s.name}" for c, p, s in DRAWN])
@@ -176,6 +220,22 @@ def test_a_start_stopped_before_its_first_update_can_be_run_again(tmp_path):
     assert_one_line(command(argv, "build:SIGTERM"), signal.SIGTERM)
     assert not (tmp_path / "run").exists()
     assert command(argv).returncode == 0
+
+
+@pytest.mark.parametrize("sig", SIGNALS, ids=[s.name for s in SIGNALS])
+@pytest.mark.parametrize("how", ["script", "gan-accel"])
+def test_a_stop_while_the_command_imports_torch_is_one_line(tmp_path, how, sig):
+    """The seconds of torch's import, before the command's own first line: ``python scripts/X.py``
+    (and torchrun/accelerate launch of it) answers as ``gan-accel X`` does."""
+    argv = ["plot-run", str(tmp_path)]
+    if how == "script":
+        env = {**os.environ, "PYTHONPATH": str(ROOT), interrupt.TEST_SIGNAL_ENV: f"import:{sig.name}"}
+        cmd = [sys.executable, str(ROOT / "scripts" / "plot_run.py"), *argv[1:]]
+        proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
+    else:
+        proc = command(argv, f"import:{sig.name}")
+    assert_one_line(proc, sig)
+    assert "torch" not in proc.stderr  # stopped before the import, by the command's own handler
 
 
 def test_a_second_signal_within_the_window_is_the_same_stop(monkeypatch):
@@ -207,6 +267,18 @@ def test_torchrun_a_signal_to_every_process_of_the_job_checkpoints_and_resumes(t
     assert proc.stderr.count(f"{sig.name} received: finishing this step") == 2, proc.stderr[-3000:]
     assert (tmp_path / "run" / "checkpoints").is_dir() and not (tmp_path / "run" / "run.lock").exists()
     assert command([*argv, "--resume_from_checkpoint", "latest"], torchrun=True).returncode == 0
+
+
+@pytest.mark.slow
+def test_accelerate_launch_a_signal_to_every_process_of_the_job_exits_143(tmp_path):
+    """What torchrun cannot: accelerate launch (its elastic agent in its own process) exits with
+    128 + the signal it received, after its workers checkpointed."""
+    argv = ["train-gan", *TRAIN, "--output_dir", str(tmp_path / "run")]
+    proc = command(argv, "update:SIGTERM:job", torchrun="accelerate")
+    assert proc.returncode == 143 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    assert proc.stderr.count("SIGTERM received: finishing this step") == 2, proc.stderr[-3000:]
+    assert (tmp_path / "run" / "checkpoints").is_dir() and not (tmp_path / "run" / "run.lock").exists()
+    assert command([*argv, "--resume_from_checkpoint", "latest"], torchrun="accelerate").returncode == 0
 
 
 @pytest.mark.slow

@@ -80,11 +80,25 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         hint = f" (did you mean {close[0]}?)" if close else ""
         print(f"error: unknown command {args[0]}{hint}; gan-accel --help lists them", file=sys.stderr)
         return 2
+    from gan_accel import interrupt
     from gan_accel.errors import answering_signals
 
     with answering_signals():  # from before the seconds of importing torch: Ctrl-C then is one line too
+        interrupt.phase("import")
         module = importlib.import_module(f"gan_accel.cli.{COMMANDS[command][0]}")
         return module.main(args[1:])
+
+
+def script(name: str, module: str):
+    """The ``main`` of ``scripts/MODULE.py`` (``name``: the script's ``__name__``). Run as a program
+    (``python``, ``torchrun`` or ``accelerate launch scripts/MODULE.py``), it runs the command as
+    ``gan-accel COMMAND`` does, with SIGINT/SIGTERM answered from before torch's import, and exits:
+    a script that imported its command's module first met a Ctrl-C in those seconds with Python's
+    KeyboardInterrupt traceback. Imported, it is the command module's ``main``."""
+    if name == "__main__":
+        command = next(c for c, (m, _) in COMMANDS.items() if m == module)
+        raise SystemExit(main([command, *sys.argv[1:]]))
+    return importlib.import_module(f"gan_accel.cli.{module}").main
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Set, Tuple
 
+from .. import interrupt
 from ..errors import UserError
 from .atomic import atomic_file
 from .metrics_log import TIME_KEY
@@ -339,8 +340,10 @@ def plot_metrics(
     for family, members in groups.items():
         fig = family_figure(family, members, minutes, Path(run_dir).name, last_step)
         path = out_dir / f"{family}.png"
-        with atomic_file(path, "plot") as tmp:
-            fig.savefig(tmp, dpi=80)
+        with interrupt.deferred():  # a signal lands between two files, not inside one
+            with atomic_file(path, "plot") as tmp:
+                fig.savefig(tmp, dpi=80)
+            interrupt.phase("write")
         plt.close(fig)
         written.append(path)
     return written
