@@ -5,7 +5,6 @@ measuring, planning, re-planning and resume code of a real run)."""
 
 import json
 import re
-import shutil
 
 import pytest
 from safetensors.torch import load_file, save_file
@@ -149,7 +148,8 @@ def test_the_elapsed_time_survives_a_resume():
 TICK = 0.1  # simulated seconds per clock reading
 
 
-def simulate_clock(monkeypatch) -> dict:
+@pytest.fixture
+def simulated_clock(monkeypatch):
     now = {"t": 0.0}
 
     def clock():
@@ -159,11 +159,6 @@ def simulate_clock(monkeypatch) -> dict:
     monkeypatch.setattr(budget_mod, "monotonic", clock)
     monkeypatch.setattr(budget_mod, "process_age_s", lambda: 0.0)  # the test process's age is not simulated
     return now
-
-
-@pytest.fixture
-def simulated_clock(monkeypatch):
-    return simulate_clock(monkeypatch)
 
 
 def budget_run(out, *extra):
@@ -249,26 +244,13 @@ def folder_identity(path):
     return st.st_ino, st.st_mtime_ns
 
 
-@pytest.fixture(scope="module")
-def spent_run(tmp_path_factory):
-    """One finished 40 s run on the simulated clock, trained once: each case resumes a copy."""
-    out = tmp_path_factory.mktemp("spent") / "run"
-    with pytest.MonkeyPatch.context() as monkeypatch:
-        simulate_clock(monkeypatch)
-        budget_run(out)
-    return out
-
-
 @pytest.mark.parametrize("ended_early_s", [0.0, 6.0])
-def test_resuming_a_run_whose_budget_is_spent_trains_nothing(
-    spent_run, tmp_path, simulated_clock, capsys, ended_early_s
-):
+def test_resuming_a_run_whose_budget_is_spent_trains_nothing(tmp_path, simulated_clock, capsys, ended_early_s):
     """ended_early_s: the finished run's last steps went faster than its last plan expected, so it
     ended that much before budget - reserve (a real clock does: 20 s and 40 s budgets resumed
     trained 3 and 15 more steps); the simulated clock's even pace never did."""
     out = tmp_path / "run"
-    shutil.copytree(spent_run, out, copy_function=shutil.copy2)  # copy2 keeps mtimes
-    final = sorted((out / "checkpoints").iterdir())[-1]
+    final, elapsed = budget_run(out)
     if ended_early_s:
         state = load_file(str(final / "budget.safetensors"))
         save_file({**state, "elapsed_s": state["elapsed_s"] - ended_early_s}, str(final / "budget.safetensors"))
