@@ -21,7 +21,7 @@ demo: $(STAMP)
 	@echo "Sample grids: $(DEMO_DIR)/samples/  (final EMA generator: $(DEMO_DIR)/generator/)"
 
 # One worker per core (pytest-xdist), each on one thread (tests/conftest.py); --dist loadfile keeps a
-# file's tests, and so its module fixtures (the tiny runs they share), in one worker.
+# file's tests, and so its module fixtures (the tiny runs they share), in one worker. `make test XDIST=`: one process.
 XDIST := -n 2 --dist loadfile
 
 test: $(STAMP)
