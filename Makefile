@@ -20,11 +20,15 @@ demo: $(STAMP)
 	$(PY) scripts/train_gan.py --config configs/digits.yaml --output_dir $(DEMO_DIR) --overwrite_output_dir
 	@echo "Sample grids: $(DEMO_DIR)/samples/  (final EMA generator: $(DEMO_DIR)/generator/)"
 
+# One worker per core (pytest-xdist), each on one thread (tests/conftest.py); --dist loadfile keeps a
+# file's tests, and so its module fixtures (the tiny runs they share), in one worker. `make test XDIST=`: one process.
+XDIST := -n 2 --dist loadfile
+
 test: $(STAMP)
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q $(XDIST)
 
 test-all: $(STAMP)
-	$(PY) -m pytest -q -m ''
+	$(PY) -m pytest -q -m '' $(XDIST)
 
 # One code style (pyproject.toml [tool.ruff]): lint rules, then formatting, checked, never rewritten here.
 lint: $(STAMP)
