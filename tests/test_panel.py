@@ -17,7 +17,7 @@ from benchmarks.photos import panel_encoder
 from benchmarks.photos import side_by_side as bench_panel
 from benchmarks.photos.along import along_table, score_along
 from benchmarks.photos.panel import YARDSTICKS, Panel, PanelSettings, load_crops
-from benchmarks.photos.panel_encoder import EncoderSettings, SelfSupervised, image_hashes
+from benchmarks.photos.panel_encoder import EncoderSettings, SelfSupervised, drop_held_out, image_hashes
 from benchmarks.photos.panel_verdict import MIN_SEEDS, along_run_summary, cell, spread, table, verdict
 from helpers import load_script
 
@@ -66,9 +66,13 @@ def test_the_encoder_never_trains_on_the_images_its_floor_is_measured_with(tiny_
     panel, _ = tiny_panel
     trained_on = image_hashes(load_crops(panel.data["encoder"], 3))
     assert not trained_on & (image_hashes(panel.reference) | image_hashes(panel.floor_images))
+    mixed = torch.cat([load_crops(panel.data["encoder"], 3), panel.floor_images[:5], panel.reference[:3]])
     with pytest.raises(ValueError, match="floor"):
-        mixed = torch.cat([load_crops(panel.data["encoder"], 3), panel.floor_images[:5]])
         SelfSupervised(mixed, panel.reference, panel.floor_images, tmp_path, TINY.encoder)
+    # Crops that coincide with held-out ones (random cuts of the same photos do, at full size) are dropped.
+    kept = drop_held_out(mixed, panel.reference, panel.floor_images)
+    assert kept.shape[0] == mixed.shape[0] - 8
+    assert not image_hashes(kept) & (image_hashes(panel.reference) | image_hashes(panel.floor_images))
 
 
 def test_a_second_panel_reads_its_judges_back_from_the_cache_and_gives_the_same_figures(tiny_panel, monkeypatch):

@@ -34,7 +34,7 @@ import torch
 import torch.nn as nn
 
 from benchmarks.photos.folders import GRIDS, sources
-from benchmarks.photos.panel_encoder import EncoderSettings, SelfSupervised
+from benchmarks.photos.panel_encoder import EncoderSettings, SelfSupervised, drop_held_out
 from benchmarks.photos.panel_stats import ColourTexture
 from gan_accel.data.images import _resize_batch, load_image_data, to_float_images
 
@@ -124,9 +124,10 @@ class Panel:
                 settings.judge_images,
             )
         self.stats = ColourTexture(self.reference, self.floor_images)
-        self.encoder = SelfSupervised(
-            load_crops(self.data["encoder"], self.channels), self.reference, self.floor_images, cache, settings.encoder
+        encoder_crops = drop_held_out(
+            load_crops(self.data["encoder"], self.channels), self.reference, self.floor_images
         )
+        self.encoder = SelfSupervised(encoder_crops, self.reference, self.floor_images, cache, settings.encoder)
 
     def describe(self) -> dict:
         """What a record says about the panel itself."""

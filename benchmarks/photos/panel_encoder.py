@@ -135,6 +135,15 @@ def image_hashes(images: torch.Tensor) -> set:
     return {tensor_hash(image.contiguous()) for image in images}
 
 
+def drop_held_out(images: torch.Tensor, *held_out: torch.Tensor) -> torch.Tensor:
+    """``images`` without any image equal to one of ``held_out``: crops cut at random places of the
+    same photos coincide now and then (about one in ten thousand pairs at full size), and the
+    encoder must never train on a crop its reference or floor measures with."""
+    held = set().union(*(image_hashes(h) for h in held_out))
+    keep = [i for i, image in enumerate(images) if tensor_hash(image.contiguous()) not in held]
+    return images[keep]
+
+
 def load_or_train(images: torch.Tensor, workdir: Path, settings: EncoderSettings) -> Encoder:
     """The encoder of ``images``, loaded from ``workdir`` or trained and saved there."""
     key = settings_key(version=ENCODER_VERSION, data=tensor_hash(images.contiguous()), **asdict(settings))
