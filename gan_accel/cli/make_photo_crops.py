@@ -80,6 +80,8 @@ def random_crops(photo: Image.Image, count: int, crop_size: int, size: int, rng:
 
 
 def write_split(photos: Dict[str, Image.Image], folder: Path, total: int, crop_size: int, size: int, seed: int) -> int:
+    from gan_accel.loop.atomic import atomic_file  # on use: the package pulls in accelerate
+
     rng = np.random.default_rng(seed)
     names = sorted(photos)
     written = 0
@@ -89,7 +91,8 @@ def write_split(photos: Dict[str, Image.Image], folder: Path, total: int, crop_s
         sub.mkdir(parents=True, exist_ok=True)
         for number, crop in enumerate(random_crops(photos[name], count, crop_size, size, rng)):
             with interrupt.deferred():  # a signal lands between two files, not inside one
-                crop.save(sub / f"{number:05d}.png")
+                with atomic_file(sub / f"{number:05d}.png", "crop") as tmp:
+                    crop.save(tmp)
                 interrupt.phase("write")
             written += 1
     return written

@@ -186,9 +186,15 @@ def written_before(out: Path) -> set:
     try:
         listing = json.loads((out / SEEDS_FILE).read_text())
         owned = {SEEDS_FILE, *listing.get("files", [])} | {image["file"] for image in listing["images"]}
+        owned |= {listing["grid"]} if listing.get("grid") else set()  # a --grid, by its resolved path
         return owned if "sample-gan" in listing.get("regenerate", "") else set()
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return set()
+
+
+def grid_written(args: SampleArguments) -> Optional[str]:
+    """The resolved path of the --grid this command writes (none with --interpolate), as seeds.json records it."""
+    return str(Path(args.grid).resolve()) if args.grid and not args.interpolate else None
 
 
 def check_replaceable(args: SampleArguments, out: Path, names: list) -> None:
@@ -197,6 +203,12 @@ def check_replaceable(args: SampleArguments, out: Path, names: list) -> None:
     planned = ["interpolation.png", "interpolation.gif"] if args.interpolate else list(names)
     planned += ["class_grid.png"] * args.class_grid + [SEEDS_FILE]
     owned = written_before(out)
+    grid = grid_written(args)
+    if grid and Path(grid).exists() and grid not in owned:
+        raise UserError(
+            f"--grid {args.grid}: not a grid sample-gan wrote (the seeds.json in --output_dir {out} does not "
+            "record it); it would be replaced: choose a new --grid name"
+        )
     for name in planned:
         if (out / name).exists() and name not in owned:
             raise UserError(
@@ -250,6 +262,27 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     names = [f"{i:06d}.png" for i in range(len(seeds))]
     check_replaceable(args, out, names)
     if args.interpolate:
+        names = ["interpolation.png"] * len(seeds)
+    # The record of what this command writes comes first: a write that fails half-way leaves files
+    # it lists, so the same command run again may replace them (and nothing else).
+    listing = {
+        "generator": str(args.generator),
+        "truncation": args.truncation,
+        "truncation_mode": args.truncation_mode,
+        "images": [
+            {"file": name, "seed": s, **({"class_label": int(y)} if labels is not None else {})}
+            for name, s, y in zip(names, seeds, labels if labels is not None else seeds)
+        ],
+        "regenerate": regenerate_command(args),
+        "files": sorted(
+            {*names, *(["interpolation.gif"] if args.interpolate else [])}
+            | ({"class_grid.png"} if args.class_grid else set())
+        ),
+        **({"grid": grid_written(args)} if grid_written(args) else {}),
+    }
+    out.mkdir(parents=True, exist_ok=True)
+    write_text_atomic(out / SEEDS_FILE, json.dumps(listing, indent=2) + "\n", "seed list")
+    if args.interpolate:
         paths = interpolation_paths(z, args.interpolate)  # [n, steps, z_dim]
         path_labels = labels.repeat_interleave(args.interpolate) if labels is not None else None
         frames = generate_from_latents(G, paths.flatten(0, 1), path_labels, args.batch_size)
@@ -260,7 +293,6 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         order = [*range(args.interpolate), *range(args.interpolate - 2, 0, -1)]
         tiles = [make_tile_grid(frames[:, t], ncol) for t in order]
         save_gif(tiles, out / "interpolation.gif", duration_ms=args.gif_ms)
-        names = ["interpolation.png"] * len(seeds)
         print(
             f"Wrote {out / 'interpolation.png'} ({len(seeds)} paths x {args.interpolate} steps) and "
             f"{out / 'interpolation.gif'}"
@@ -280,21 +312,6 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         grid_images, nrow = class_rows(images, grid_y, num_classes)
         save_grid(grid_images, out / "class_grid.png", nrow=nrow)
         print(f"Wrote {out / 'class_grid.png'} ({num_classes} classes x {len(columns)} seeds)")
-    listing = {
-        "generator": str(args.generator),
-        "truncation": args.truncation,
-        "truncation_mode": args.truncation_mode,
-        "images": [
-            {"file": name, "seed": s, **({"class_label": int(y)} if labels is not None else {})}
-            for name, s, y in zip(names, seeds, labels if labels is not None else seeds)
-        ],
-        "regenerate": regenerate_command(args),
-        "files": sorted(
-            {*names, *(["interpolation.gif"] if args.interpolate else [])}
-            | ({"class_grid.png"} if args.class_grid else set())
-        ),
-    }
-    write_text_atomic(out / SEEDS_FILE, json.dumps(listing, indent=2) + "\n", "seed list")
     print(f"Seeds: {out / SEEDS_FILE}")
     return 0
 
