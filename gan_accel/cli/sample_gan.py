@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from gan_accel.config import MAX_SEED, check_choice, check_positive, check_seed, choice, parse_config
-from gan_accel.data.paths import check_folders
+from gan_accel.data.paths import check_can_write, check_folders
 from gan_accel.errors import ConfigError, UserError, cli_entry
 from gan_accel.sampling import TRUNCATION_MODES
 
@@ -245,6 +245,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         seed_latent,
     )
 
+    for flag, target in (("--output_dir", args.output_dir), ("--grid", args.grid)):
+        if target:  # a read-only folder is found before any model is loaded
+            check_can_write(flag, target)
     G = load_generator(args.generator)  # first: it says when --generator is a run folder, not an export
     check_folders(
         {"--generator": args.generator, "--data_dir of its run": training_data(args.generator)},
