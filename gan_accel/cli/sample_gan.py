@@ -266,8 +266,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     check_replaceable(args, out, names)
     if args.interpolate:
         names = ["interpolation.png"] * len(seeds)
-    # The record of what this command writes comes first: a write that fails half-way leaves files
-    # it lists, so the same command run again may replace them (and nothing else).
+    # The record of what this command writes comes before the first file (after the first
+    # generation, the work): a write that fails half-way leaves files it lists, so the same command
+    # run again may replace them (and nothing else).
     listing = {
         "generator": str(args.generator),
         "truncation": args.truncation,
@@ -283,12 +284,16 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         ),
         **({"grid": grid_written(args)} if grid_written(args) else {}),
     }
-    out.mkdir(parents=True, exist_ok=True)
-    write_text_atomic(out / SEEDS_FILE, json.dumps(listing, indent=2) + "\n", "seed list")
+
+    def write_record() -> None:
+        out.mkdir(parents=True, exist_ok=True)
+        write_text_atomic(out / SEEDS_FILE, json.dumps(listing, indent=2) + "\n", "seed list")
+
     if args.interpolate:
         paths = interpolation_paths(z, args.interpolate)  # [n, steps, z_dim]
         path_labels = labels.repeat_interleave(args.interpolate) if labels is not None else None
         frames = generate_from_latents(G, paths.flatten(0, 1), path_labels, args.batch_size)
+        write_record()
         frames = frames.view(len(seeds), args.interpolate, *frames.shape[1:])
         save_grid(frames.flatten(0, 1), out / "interpolation.png", nrow=args.interpolate)
         ncol = max(1, round(len(seeds) ** 0.5))
@@ -302,6 +307,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         )
     else:
         images = generate_from_latents(G, z, labels, args.batch_size)
+        write_record()
         n = save_individual(images, out)
         print(f"Wrote {n} images to {args.output_dir}")
         if args.grid:
