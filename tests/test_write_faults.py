@@ -78,6 +78,14 @@ class Inputs:
         return train_in_process(argv) / "model"
 
     @functools.cached_property
+    def photos(self) -> Path:
+        """A folder of photo crops (one sub-folder per photo) for a run that decodes its data."""
+        out = self.root / "photos"
+        argv = ["--output_dir", str(out), "--num_crops", "64", "--num_heldout", "0", "--crop_size", "48"]
+        assert _main("make_photo_crops")([*argv, "--size", "16"]) == 0
+        return out / "train"
+
+    @functools.cached_property
     def eval_cache(self) -> Path:
         """evaluate-gan's --cache_dir, filled once (the domain classifier, the reference statistics):
         every later run then makes the same writes, so a counted write is the same write."""
@@ -89,7 +97,7 @@ class Inputs:
 
     def folders(self) -> list:
         """The made inputs: a command must leave them as they were."""
-        return [self.root / name for name in ("base", "domains", "generator_A2B", "corpus", "tiny", "clf")]
+        return [self.root / name for name in ("base", "domains", "generator_A2B", "corpus", "tiny", "clf", "photos")]
 
 
 @pytest.fixture(scope="module")
@@ -116,11 +124,18 @@ def distill_flags(w: Path, i: Inputs) -> list:
 
 
 CLASSIFIER_RUN = ["--max_steps", "4", "--eval_every", "2", "--checkpointing_steps", "2", "--log_every", "2"]
-RESUMABLE = {"train-gan", "train-classifier", "distill-classifier"}
+RESUMABLE = {"train-gan", "train-gan-photos", "train-classifier", "distill-classifier"}
 
 # name -> (script, argv from (work folder, inputs)); each writes only under the work folder.
 COMMANDS = {
     "train-gan": ("train_gan", lambda w, i: [*TRAIN_FULL, "--output_dir", str(w / "run")]),
+    "train-gan-photos": (  # a folder of images: the decode cache is written too
+        "train_gan",
+        lambda w, i: (
+            [*TRAIN_FLAGS, "--dataset", "folder", "--data_dir", str(i.photos)]
+            + ["--data_cache_dir", str(w / "cache"), "--output_dir", str(w / "run")]
+        ),
+    ),
     "sample-gan": (
         "sample_gan",
         lambda w, i: [
@@ -213,11 +228,13 @@ def kind_of(path: Path) -> str:
         return "checkpoint"
     if path.name in ("metrics.jsonl", "run.lock", "report.html"):
         return path.name
+    if "cache" in path.parts:
+        return "cache" if path.suffix else "decode cache"
     if "plots" in path.parts:
         return "plot"
     if path.suffix == ".png":
         return "grid" if "grid" in path.name or "samples" in path.parts or "interpolation" in path.name else "image"
-    if path.suffix in (".json", ".gif", ".onnx", ".csv", ".pt"):
+    if path.suffix in (".json", ".gif", ".onnx", ".csv"):
         return path.suffix
     return "export" if path.name.startswith(("generator", "model", "best")) else "folder"
 
