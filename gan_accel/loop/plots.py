@@ -326,9 +326,11 @@ def plot_metrics(
     for family, members in groups.items():
         fig = family_figure(family, members, minutes, Path(run_dir).name, last_step)
         path = out_dir / f"{family}.png"
-        with atomic_file(path, "plot") as tmp:
-            fig.savefig(tmp, dpi=80)
-        plt.close(fig)
+        try:
+            with atomic_file(path, "plot") as tmp:
+                fig.savefig(tmp, dpi=80)
+        finally:  # a failed write too: open figures would pile up over a long run
+            plt.close(fig)
         written.append(path)
     return written
 
