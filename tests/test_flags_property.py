@@ -54,7 +54,7 @@ WORK_STARTS = {
     "translate": ["gan_accel.cyclegan.translate.translate_folder"],
     "predict": ["gan_accel.classifier.predict.load_weights"],
     "plot-run": ["gan_accel.cli.plot_run.plot_metrics"],
-    "make-photo-crops": ["gan_accel.cli.make_photo_crops.write_split"],
+    "make-photo-crops": ["gan_accel.loop.atomic.staged_files"],  # the crops are staged, then moved in
     "make-tiny-model": ["gan_accel.classifier.tiny.make_tiny_model"],
 }
 

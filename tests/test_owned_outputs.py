@@ -84,3 +84,25 @@ def test_evaluate_gan_writes_beside_the_generator_and_refuses_inside_it(run_with
         line = one_line_error(evaluate_gan, argv, capsys)
         assert f"--output_dir {inside}: is " in line and "--generator" in line
     assert sorted(p.name for p in generator.iterdir()) == before
+
+
+def test_sample_gan_grid_never_replaces_the_users_own_file(run_with_generator, tmp_path, capsys):
+    mine = tmp_path / "holiday.png"
+    mine.write_bytes(b"my photo")
+    argv = ["--generator", str(run_with_generator / "generator"), "--num_images", "2", "--grid", str(mine)]
+    line = one_line_error(sample_gan, [*argv, "--output_dir", str(tmp_path / "samples")], capsys)
+    assert f"--grid {mine}: not a grid sample-gan wrote" in line
+    assert mine.read_bytes() == b"my photo"
+    assert not (tmp_path / "samples").exists()  # refused before anything was written
+
+
+def test_sample_gan_replaces_the_grid_it_wrote_itself(run_with_generator, tmp_path, capsys):
+    grid = tmp_path / "grid.png"
+    argv = ["--generator", str(run_with_generator / "generator"), "--num_images", "2", "--grid", str(grid)]
+    assert sample_gan([*argv, "--output_dir", str(tmp_path / "a")]) == 0
+    first = grid.read_bytes()
+    assert sample_gan([*argv, "--output_dir", str(tmp_path / "a"), "--seed", "7"]) == 0
+    assert grid.read_bytes() != first  # its own grid, recorded in a/seeds.json, is replaced
+    # Another --output_dir's seeds.json does not record it: the grid is then refused like any file.
+    line = one_line_error(sample_gan, [*argv, "--output_dir", str(tmp_path / "b")], capsys)
+    assert f"--grid {grid}: not a grid sample-gan wrote" in line

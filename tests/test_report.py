@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from classifier_fixtures import make_corpus, make_tiny, train_argv, train_in_process
 from cyclegan_fixtures import TINY_CYCLEGAN, make_domains
 from distill_fixtures import distill_argv, distill_in_process
+from gan_accel.errors import UserError
 from gan_accel.loop import report, report_tasks
 from gan_accel.loop.report import REPORT_FILE, ReportInputs, command_line, write_report
 from helpers import load_script
@@ -116,8 +117,9 @@ def test_report_written_atomically(tmp_path, monkeypatch):
         raise OSError("disk full")
 
     monkeypatch.setattr(report.os, "replace", broken)
-    with pytest.raises(OSError):
+    with pytest.raises(UserError, match=f"could not write report {folder / REPORT_FILE} .disk full"):
         write_report(folder, "gan", ReportInputs("gan-accel train-gan --new"))
+    assert sorted(p.name for p in folder.iterdir()) == [REPORT_FILE]  # no temporary file left
     assert (folder / REPORT_FILE).read_text() == before
     warned = []
     assert report.write_report_safely(folder, "gan", None, warned.append) is None and warned

@@ -178,7 +178,9 @@ def write_predictions(rows: List[dict], output_file: Optional[str]) -> None:
     check_output_file(output_file)
     # Written next to the target, then renamed over it: a failure half-way (full disk) leaves an
     # earlier file of that name intact instead of truncated.
-    with _writing(path) as tmp:
+    from ..loop.atomic import atomic_file
+
+    with atomic_file(path, "predictions") as tmp:
         with open(tmp, "w", newline="") as f:
             if path.suffix.lower() == ".jsonl":
                 f.write("".join(json.dumps(r) + "\n" for r in rows))
@@ -186,4 +188,3 @@ def write_predictions(rows: List[dict], output_file: Optional[str]) -> None:
                 writer = csv.DictWriter(f, fieldnames=["text", "label", "score"])
                 writer.writeheader()
                 writer.writerows(rows)
-        os.replace(tmp, path)

@@ -59,6 +59,8 @@ def make_tiny_model(args: TinyModelArguments) -> Path:
     import torch
     from transformers import DistilBertConfig, DistilBertForMaskedLM
 
+    from ..loop.atomic import staged_files
+
     rows = read_table(args.train_file, "train_file")
     if args.text_column not in rows[0]:
         raise UserError(f"--train_file {args.train_file}: no column {args.text_column!r}; set --text_column")
@@ -79,9 +81,9 @@ def make_tiny_model(args: TinyModelArguments) -> Path:
     # adds a fresh head, exactly as with the real model.
     model = DistilBertForMaskedLM(config)
     out = Path(args.output_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(out, safe_serialization=True)
-    tokenizer.save_pretrained(out)
+    with staged_files(out, "tiny model") as tmp:  # a failed write leaves no half-saved model in out
+        model.save_pretrained(tmp, safe_serialization=True)
+        tokenizer.save_pretrained(tmp)
     n_params = sum(p.numel() for p in model.parameters())
     print(f"Saved a tiny DistilBERT ({n_params / 1e6:.2f}M parameters, vocab {len(tokenizer)}) to {out}", flush=True)
     return out

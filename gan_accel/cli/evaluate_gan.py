@@ -22,7 +22,7 @@ from gan_accel import interrupt
 from gan_accel.config import check_choice, check_positive, choice, parse_config
 from gan_accel.data import DATASETS, load_image_data
 from gan_accel.data.fingerprint import FOLDER_DATASETS
-from gan_accel.data.paths import check_folders
+from gan_accel.data.paths import check_can_write, check_folders
 from gan_accel.device import check_device
 from gan_accel.errors import ConfigError, UserError, cli_entry
 from gan_accel.loop.atomic import atomic_file, write_text_atomic
@@ -131,11 +131,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         load_generator,  # imported here: evaluation does not need the training stack loaded early
     )
 
+    # Not inside the generator folder: the run's next export replaces it, results and all.
+    args = replace(args, output_dir=args.output_dir or str(default_output_dir(args.generator)))
+    check_can_write("--output_dir", args.output_dir)  # a read-only folder: before any model is loaded
     # The generator first (seconds): its own config.json fixes the image size and channels, and
     # a conflicting flag must fail before the minutes of domain-classifier training.
     G = load_generator(args.generator)
-    # Not inside the generator folder: the run's next export replaces it, results and all.
-    args = replace(args, output_dir=args.output_dir or str(default_output_dir(args.generator)))
     data_dir = args.data_dir if args.dataset in FOLDER_DATASETS else None
     check_folders(
         {"--generator": args.generator, "--data_dir": data_dir},

@@ -11,8 +11,9 @@ from pathlib import Path
 from typing import Callable, Optional, Sequence
 
 from gan_accel.config import check_hub_model_id, parse_config
-from gan_accel.data.paths import check_folders, is_within
+from gan_accel.data.paths import check_can_write, check_folders, is_within
 from gan_accel.errors import ConfigError, UserError, cli_entry
+from gan_accel.writes import declare_output
 
 # Largest difference --check accepts between onnxruntime's output and PyTorch's, on images in
 # [-1, 1]: float32 kernels sum in another order, measured 1e-9 to 2e-6 (docs/inspect_ship.md);
@@ -82,6 +83,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     )
     if args.output and not is_within(args.output, source):  # the default, model.onnx, goes inside the export
         check_folders({source_flag: source}, {"--output": args.output})
+    else:  # a read-only export folder is found before the model is loaded and traced
+        target = args.output or str(Path(source) / ONNX_FILE)
+        check_can_write("--output", target)
+        declare_output("--output", target)
     if args.generator is not None:
         from gan_accel.models import load_generator
 

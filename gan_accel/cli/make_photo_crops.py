@@ -80,6 +80,8 @@ def random_crops(photo: Image.Image, count: int, crop_size: int, size: int, rng:
 
 
 def write_split(photos: Dict[str, Image.Image], folder: Path, total: int, crop_size: int, size: int, seed: int) -> int:
+    from gan_accel.loop.atomic import atomic_file  # on use: the package pulls in accelerate
+
     rng = np.random.default_rng(seed)
     names = sorted(photos)
     written = 0
@@ -89,7 +91,8 @@ def write_split(photos: Dict[str, Image.Image], folder: Path, total: int, crop_s
         sub.mkdir(parents=True, exist_ok=True)
         for number, crop in enumerate(random_crops(photos[name], count, crop_size, size, rng)):
             with interrupt.deferred():  # a signal lands between two files, not inside one
-                crop.save(sub / f"{number:05d}.png")
+                with atomic_file(sub / f"{number:05d}.png", "crop") as tmp:
+                    crop.save(tmp)
                 interrupt.phase("write")
             written += 1
     return written
@@ -108,12 +111,17 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             f"--crop_size {args.crop_size}: larger than the smallest bundled photo's side ({limit} px); "
             f"pass at most {limit}"
         )
-    written = write_split(photos, out / "train", args.num_crops, args.crop_size, args.size, args.seed)
-    held = (
-        write_split(photos, out / "heldout", args.num_heldout, args.crop_size, args.size, args.seed + 1)
-        if args.num_heldout > 0
-        else 0
-    )
+    from gan_accel.loop.atomic import staged_files
+
+    # Staged beside --output_dir and moved in when complete: a failed write leaves it as it was
+    # (new or empty), so the same command runs again instead of refusing a half-filled folder.
+    with staged_files(out, "photo crops") as stage:
+        written = write_split(photos, stage / "train", args.num_crops, args.crop_size, args.size, args.seed)
+        held = (
+            write_split(photos, stage / "heldout", args.num_heldout, args.crop_size, args.size, args.seed + 1)
+            if args.num_heldout > 0
+            else 0
+        )
     print(
         f"{written} training crops in {out / 'train'}, {held} held-out crops in {out / 'heldout'} "
         f"({', '.join(sorted(photos))}; {args.crop_size} px crops at {args.size} px)"

@@ -12,8 +12,11 @@ from gan_accel.errors import cli_entry
 @cli_entry
 def main(argv=None) -> int:
     from gan_accel.classifier.tiny import TinyModelArguments, make_tiny_model
+    from gan_accel.data.paths import check_folders
 
     (args,) = parse_config((TinyModelArguments,), argv, description=__doc__)
+    # Before the tokenizer is trained: a read-only --output_dir, or one inside the corpus' folder, is one line.
+    check_folders({"--train_file": args.train_file}, {"--output_dir": args.output_dir})
     make_tiny_model(args)
     return 0
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from gan_accel.config import MAX_SEED, check_choice, check_positive, check_seed, choice, parse_config
-from gan_accel.data.paths import check_folders
+from gan_accel.data.paths import check_can_write, check_folders
 from gan_accel.errors import ConfigError, UserError, cli_entry
 from gan_accel.sampling import TRUNCATION_MODES
 
@@ -186,9 +186,15 @@ def written_before(out: Path) -> set:
     try:
         listing = json.loads((out / SEEDS_FILE).read_text())
         owned = {SEEDS_FILE, *listing.get("files", [])} | {image["file"] for image in listing["images"]}
+        owned |= {listing["grid"]} if listing.get("grid") else set()  # a --grid, by its resolved path
         return owned if "sample-gan" in listing.get("regenerate", "") else set()
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return set()
+
+
+def grid_written(args: SampleArguments) -> Optional[str]:
+    """The resolved path of the --grid this command writes (none with --interpolate), as seeds.json records it."""
+    return str(Path(args.grid).resolve()) if args.grid and not args.interpolate else None
 
 
 def check_replaceable(args: SampleArguments, out: Path, names: list) -> None:
@@ -197,6 +203,12 @@ def check_replaceable(args: SampleArguments, out: Path, names: list) -> None:
     planned = ["interpolation.png", "interpolation.gif"] if args.interpolate else list(names)
     planned += ["class_grid.png"] * args.class_grid + [SEEDS_FILE]
     owned = written_before(out)
+    grid = grid_written(args)
+    if grid and Path(grid).exists() and grid not in owned:
+        raise UserError(
+            f"--grid {args.grid}: not a grid sample-gan wrote (the seeds.json in --output_dir {out} does not "
+            "record it); it would be replaced: choose a new --grid name"
+        )
     for name in planned:
         if (out / name).exists() and name not in owned:
             raise UserError(
@@ -233,6 +245,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         seed_latent,
     )
 
+    for flag, target in (("--output_dir", args.output_dir), ("--grid", args.grid)):
+        if target:  # a read-only folder is found before any model is loaded
+            check_can_write(flag, target)
     G = load_generator(args.generator)  # first: it says when --generator is a run folder, not an export
     check_folders(
         {"--generator": args.generator, "--data_dir of its run": training_data(args.generator)},
@@ -250,36 +265,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     names = [f"{i:06d}.png" for i in range(len(seeds))]
     check_replaceable(args, out, names)
     if args.interpolate:
-        paths = interpolation_paths(z, args.interpolate)  # [n, steps, z_dim]
-        path_labels = labels.repeat_interleave(args.interpolate) if labels is not None else None
-        frames = generate_from_latents(G, paths.flatten(0, 1), path_labels, args.batch_size)
-        frames = frames.view(len(seeds), args.interpolate, *frames.shape[1:])
-        save_grid(frames.flatten(0, 1), out / "interpolation.png", nrow=args.interpolate)
-        ncol = max(1, round(len(seeds) ** 0.5))
-        # A frame per step, every path at once; played forward then back so the loop has no jump.
-        order = [*range(args.interpolate), *range(args.interpolate - 2, 0, -1)]
-        tiles = [make_tile_grid(frames[:, t], ncol) for t in order]
-        save_gif(tiles, out / "interpolation.gif", duration_ms=args.gif_ms)
         names = ["interpolation.png"] * len(seeds)
-        print(
-            f"Wrote {out / 'interpolation.png'} ({len(seeds)} paths x {args.interpolate} steps) and "
-            f"{out / 'interpolation.gif'}"
-        )
-    else:
-        images = generate_from_latents(G, z, labels, args.batch_size)
-        n = save_individual(images, out)
-        print(f"Wrote {n} images to {args.output_dir}")
-        if args.grid:
-            save_grid(images[:256], Path(args.grid), nrow=max(1, min(16, int(len(images[:256]) ** 0.5))))
-            print(f"Wrote grid {args.grid}")
-    if args.class_grid:
-        columns = z[:16]
-        grid_z = columns.repeat(num_classes, 1)
-        grid_y = torch.arange(num_classes).repeat_interleave(len(columns))
-        images = generate_from_latents(G, grid_z, grid_y, args.batch_size)
-        grid_images, nrow = class_rows(images, grid_y, num_classes)
-        save_grid(grid_images, out / "class_grid.png", nrow=nrow)
-        print(f"Wrote {out / 'class_grid.png'} ({num_classes} classes x {len(columns)} seeds)")
+    # The record of what this command writes comes before the first file (after the first
+    # generation, the work): a write that fails half-way leaves files it lists, so the same command
+    # run again may replace them (and nothing else).
     listing = {
         "generator": str(args.generator),
         "truncation": args.truncation,
@@ -293,8 +282,45 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             {*names, *(["interpolation.gif"] if args.interpolate else [])}
             | ({"class_grid.png"} if args.class_grid else set())
         ),
+        **({"grid": grid_written(args)} if grid_written(args) else {}),
     }
-    write_text_atomic(out / SEEDS_FILE, json.dumps(listing, indent=2) + "\n", "seed list")
+
+    def write_record() -> None:
+        out.mkdir(parents=True, exist_ok=True)
+        write_text_atomic(out / SEEDS_FILE, json.dumps(listing, indent=2) + "\n", "seed list")
+
+    if args.interpolate:
+        paths = interpolation_paths(z, args.interpolate)  # [n, steps, z_dim]
+        path_labels = labels.repeat_interleave(args.interpolate) if labels is not None else None
+        frames = generate_from_latents(G, paths.flatten(0, 1), path_labels, args.batch_size)
+        write_record()
+        frames = frames.view(len(seeds), args.interpolate, *frames.shape[1:])
+        save_grid(frames.flatten(0, 1), out / "interpolation.png", nrow=args.interpolate)
+        ncol = max(1, round(len(seeds) ** 0.5))
+        # A frame per step, every path at once; played forward then back so the loop has no jump.
+        order = [*range(args.interpolate), *range(args.interpolate - 2, 0, -1)]
+        tiles = [make_tile_grid(frames[:, t], ncol) for t in order]
+        save_gif(tiles, out / "interpolation.gif", duration_ms=args.gif_ms)
+        print(
+            f"Wrote {out / 'interpolation.png'} ({len(seeds)} paths x {args.interpolate} steps) and "
+            f"{out / 'interpolation.gif'}"
+        )
+    else:
+        images = generate_from_latents(G, z, labels, args.batch_size)
+        write_record()
+        n = save_individual(images, out)
+        print(f"Wrote {n} images to {args.output_dir}")
+        if args.grid:
+            save_grid(images[:256], Path(args.grid), nrow=max(1, min(16, int(len(images[:256]) ** 0.5))))
+            print(f"Wrote grid {args.grid}")
+    if args.class_grid:
+        columns = z[:16]
+        grid_z = columns.repeat(num_classes, 1)
+        grid_y = torch.arange(num_classes).repeat_interleave(len(columns))
+        images = generate_from_latents(G, grid_z, grid_y, args.batch_size)
+        grid_images, nrow = class_rows(images, grid_y, num_classes)
+        save_grid(grid_images, out / "class_grid.png", nrow=nrow)
+        print(f"Wrote {out / 'class_grid.png'} ({num_classes} classes x {len(columns)} seeds)")
     print(f"Seeds: {out / SEEDS_FILE}")
     return 0
 

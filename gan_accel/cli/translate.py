@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from gan_accel.config import check_positive, parse_config
-from gan_accel.data.paths import check_folders
+from gan_accel.data.paths import check_can_write, check_folders
 from gan_accel.device import check_device
 from gan_accel.errors import ConfigError, cli_entry
 
@@ -57,6 +57,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     from gan_accel.cyclegan.export import load_translator
     from gan_accel.cyclegan.translate import translate_folder
 
+    check_can_write("--output_dir", args.output_dir)  # a read-only folder: before any model is loaded
     G, config = load_translator(args.generator)  # first: it says when --generator is a run folder, not an export
     check_folders({"--generator": args.generator}, {"--output_dir": args.output_dir})
     size = args.image_size or int(config["image_size"])

@@ -57,12 +57,24 @@ def translate_folder(
     files = list_images(input_dir)
     check_outputs_free(files, input_dir, output_dir, overwrite)
     G = G.to(device).eval()
-    written = 0
-    skipped = 0
+    # Staged beside --output_dir and moved in when all are written: a failed write leaves the
+    # folder as it was, so the same command runs again (no "already exist, pass --overwrite").
+    from ..loop.atomic import staged_files
+
+    with staged_files(output_dir, "translations") as stage:
+        written, skipped = _translate_into(G, files, input_dir, stage, image_size, channels, batch_size, device)
+        if not written:
+            raise UserError(f"--input_dir {input_dir}: none of the {len(files)} image files could be read")
+    return written, skipped
+
+
+def _translate_into(G, files, input_dir: Path, folder: Path, image_size: int, channels: int, batch_size: int, device):
     from torchvision.utils import save_image  # on use, as in gan_accel.sampling.save_grid
 
     from ..loop.atomic import atomic_file
 
+    written = 0
+    skipped = 0
     for start in range(0, len(files), batch_size):
         batch = []
         names = []
@@ -77,13 +89,11 @@ def translate_folder(
             continue
         out = G(to_float_images(torch.cat(batch)).to(device)).float().clamp(-1, 1).cpu()
         for image, name in zip(out, names):
-            target = output_dir / name
+            target = folder / name
             target.parent.mkdir(parents=True, exist_ok=True)
             with interrupt.deferred():  # a signal lands between two files, not inside one
                 with atomic_file(target, "translation") as tmp:
                     save_image(image, str(tmp), normalize=True, value_range=(-1, 1))
                 interrupt.phase("write")
             written += 1
-    if not written:
-        raise UserError(f"--input_dir {input_dir}: none of the {len(files)} image files could be read")
     return written, skipped

@@ -43,6 +43,7 @@ import torch
 import xxhash
 
 from ..errors import UserError
+from ..writes import declare_output, write_point
 from .decode import decode_all
 
 log = logging.getLogger(__name__)
@@ -188,10 +189,13 @@ def build_cache(
 ) -> ImageCache:
     """Decode ``items`` (see ``decode.py``) into a new entry at ``entry``; unreadable ones are left
     out (and their labels with them). Written under a temporary name and renamed when complete."""
+    from ..loop.atomic import WRITE_ERRORS, write_failure  # on use: the loop package imports this one
+
     entry.parent.mkdir(parents=True, exist_ok=True)
     tmp = entry.parent / f".tmp-{entry.name}-{uuid.uuid4().hex[:8]}"
     tmp.mkdir()
     try:
+        write_point(tmp)
         kept = []
         skipped = 0
         upscaled = 0
@@ -233,6 +237,8 @@ def build_cache(
         meta["meta_xxh3"] = meta_digest(meta)
         (tmp / "meta.json").write_text(json.dumps(meta, indent=1))
         _replace(tmp, entry)
+    except WRITE_ERRORS as err:
+        raise write_failure("decode cache", entry, err, "nothing was written") from err
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     cache, why = open_cache(entry, key)
@@ -267,4 +273,5 @@ def writable_root(root: Path, flag: str = "--data_cache_dir") -> Path:
         ) from None
     if not os.access(root, os.W_OK | os.X_OK):
         raise UserError(f"{flag} {root}: not writable; pass a writable folder or 'none' (decode on the fly)")
+    declare_output(flag, root)  # a failed write in it names this flag
     return root

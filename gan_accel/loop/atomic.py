@@ -90,6 +90,33 @@ def atomic_file(final: Path, what: str = "file") -> Iterator[Path]:
         tmp.unlink(missing_ok=True)
 
 
+@contextmanager
+def staged_files(folder: Path, what: str = "files") -> Iterator[Path]:
+    """``with staged_files(out) as tmp:`` write several files into ``tmp`` (``.tmp-OUT`` beside
+    ``out``); complete, each is renamed into ``out``, whose other files stay (unlike
+    :func:`atomic_folder`, which replaces the folder: ``out`` may be the user's). A failed write
+    removes ``tmp`` and is one :class:`UserError`; ``out`` then holds none of the new files."""
+    folder = Path(folder)
+    tmp = tmp_name(folder)
+    try:
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        write_point(tmp)
+        yield tmp
+        folder.mkdir(parents=True, exist_ok=True)
+        for path in sorted(tmp.rglob("*")):
+            target = folder / path.relative_to(tmp)
+            if path.is_dir():
+                target.mkdir(exist_ok=True)
+            else:
+                os.replace(path, target)
+        fsync_dir(folder)
+    except WRITE_ERRORS as err:
+        raise write_failure(what, folder, err, "nothing was written there") from err
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def write_text_atomic(path: Path, text: str, what: str = "file") -> None:
     with atomic_file(path, what) as tmp:
         tmp.write_text(text)

@@ -10,6 +10,7 @@ dies, so a lock file left by a killed run is recognised as stale and taken over 
 from __future__ import annotations
 
 import atexit
+import contextlib
 import fcntl
 import logging
 import os
@@ -57,10 +58,14 @@ class RunLock:
         if earlier is not None and earlier is not self:
             earlier.release()
         while self._fd is None:
+            existed = self.path.exists()
             try:
                 write_point(self.path)
                 fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
             except OSError as err:
+                if not existed:  # a failing disk may leave the empty file it began: not ours to keep
+                    with contextlib.suppress(OSError):
+                        self.path.unlink()
                 raise UserError(
                     f"--output_dir {self.path.parent}: cannot write there ({err.strerror}); choose a writable folder"
                 ) from None

@@ -141,7 +141,8 @@ class MetricsLogger:
             if not self.write_failed:
                 self.bar.write(
                     f"warning: step {step}: could not append to {self.path} ({err}); the run goes on "
-                    "without it, and says so once"
+                    "without it, and says so once",
+                    file=sys.stderr,  # a warning, with the others (tqdm.write's default is stdout)
                 )
             self.write_failed = True
         acc.log({k: v for k, v in values.items()}, step=step)

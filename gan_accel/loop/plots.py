@@ -340,11 +340,13 @@ def plot_metrics(
     for family, members in groups.items():
         fig = family_figure(family, members, minutes, Path(run_dir).name, last_step)
         path = out_dir / f"{family}.png"
-        with interrupt.deferred():  # a signal lands between two files, not inside one
-            with atomic_file(path, "plot") as tmp:
-                fig.savefig(tmp, dpi=80)
-            interrupt.phase("write")
-        plt.close(fig)
+        try:
+            with interrupt.deferred():  # a signal lands between two files, not inside one
+                with atomic_file(path, "plot") as tmp:
+                    fig.savefig(tmp, dpi=80)
+                interrupt.phase("write")
+        finally:  # a failed write too: open figures would pile up over a long run
+            plt.close(fig)
         written.append(path)
     return written
 

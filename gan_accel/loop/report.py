@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..config.run import SECRET_FIELDS
-from .atomic import fsync_dir
+from ..errors import UserError
+from .atomic import atomic_file, fsync_dir
 from .metrics_log import METRICS_FILE
 
 REPORT_FILE = "report.html"
@@ -267,12 +268,11 @@ def write_report(folder: Path, project: str, inputs: Optional[ReportInputs] = No
     folder = Path(folder)
     page = build_page(folder, project, inputs or ReportInputs())
     path = folder / REPORT_FILE
-    tmp = folder / f".tmp-{REPORT_FILE}"
-    with tmp.open("w", encoding="utf-8") as f:
-        f.write(page)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    with atomic_file(path, "report") as tmp:  # a failed write leaves no empty or partial page
+        with tmp.open("w", encoding="utf-8") as f:
+            f.write(page)
+            f.flush()
+            os.fsync(f.fileno())
     fsync_dir(folder)
     return path
 
@@ -285,5 +285,8 @@ def write_report_safely(
     try:
         return write_report(folder, project, inputs)
     except Exception as err:  # noqa: BLE001 - any failure here must not cost the training
-        warn(f"warning: could not write {Path(folder) / REPORT_FILE} ({type(err).__name__}: {err})")
+        if isinstance(err, UserError):  # a failed write: its line already names the page and why
+            warn(f"warning: {err}")
+        else:
+            warn(f"warning: could not write {Path(folder) / REPORT_FILE} ({type(err).__name__}: {err})")
         return None

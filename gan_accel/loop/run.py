@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 import time
 from pathlib import Path
 from typing import Callable, Dict, Optional, Sequence
@@ -145,6 +146,11 @@ class TrainingRun:
         """Print on the local main process, above the progress bar rather than onto it."""
         if self.accelerator.is_local_main_process:
             tqdm.write(" ".join(str(a) for a in args))
+
+    def warn(self, text: str) -> None:
+        """A warning line, on stderr with the others, above the progress bar."""
+        if self.accelerator.is_local_main_process:
+            tqdm.write(text, file=sys.stderr)
 
     def _check_compatible(self, path: Path) -> None:
         try:
@@ -304,13 +310,13 @@ class TrainingRun:
             return
         self._last_plot = now
         self._plotted_version = version
-        plot_run_safely(self.output_dir, warn=self.print)
+        plot_run_safely(self.output_dir, warn=self.warn)
         self.write_report()  # a new metric brings a new plot for the page
 
     def write_report(self) -> None:
         """Rewrite ``OUTPUT_DIR/report.html`` (main process; never fails the run)."""
         if self.accelerator.is_main_process and not self.discarded:
-            write_report_safely(self.output_dir, self.project, self.report_inputs, warn=self.print)
+            write_report_safely(self.output_dir, self.project, self.report_inputs, warn=self.warn)
 
     def report_after_evaluation(self) -> None:
         """Called after every step's grids: the page (and, at most once a minute, the plots) is
