@@ -372,6 +372,7 @@ def test_a_nonfinite_fid_never_becomes_the_best(tmp_path):
     t.evaluate()
     assert t.run.state.best_metric != t.run.state.best_metric  # still "no best yet"
     assert not (tmp_path / "run" / "best_generator").exists()
+    assert json.loads((tmp_path / "run" / "eval_results.json").read_text())["eval/fid"] is None  # JSON, NaN as null
 
 
 def test_domain_classifier_training_shows_a_bar(capsys):

@@ -9,7 +9,7 @@ import json
 import math
 import os
 import time
-from dataclasses import asdict
+from dataclasses import asdict, is_dataclass
 from pathlib import Path
 from typing import Callable, Dict, List, Optional
 
@@ -18,6 +18,7 @@ import torch
 from ..engine import UPDATE, Hook, State
 from ..loop.atomic import atomic_file, write_text_atomic
 from ..loop.budget import TimeBudget, format_duration, parse_duration
+from ..loop.checkpoint import json_safe
 from ..loop.rundir import SCORE_FILE
 from ..loop.threads import ThreadProbe
 from .ada import AdaptiveAugment
@@ -218,14 +219,16 @@ def write_eval_results(
     """``eval_results.json``: the latest evaluation in evaluate-gan's format (compare-metrics reads
     either), its step, the metric that now chooses best_generator/ (``last`` when none separates),
     the step at which each metric saturated, and which saturated at this evaluation."""
+    # An evaluator of one's own may return any object with flat(); NaN (a diverged generator) is null.
+    values = asdict(result) if is_dataclass(result) else result.flat()
     record = {
-        **asdict(result),
+        **values,
         "step": step,
         "selecting": selecting,
         "saturated_since": dict(saturated),
         "newly_saturated": list(newly),
     }
-    write_text_atomic(Path(folder) / EVAL_RESULTS, json.dumps(record, indent=2) + "\n", "results")
+    write_text_atomic(Path(folder) / EVAL_RESULTS, json.dumps(json_safe(record), indent=2) + "\n", "results")
 
 
 def read_best_score(folder: Path) -> Optional[dict]:
