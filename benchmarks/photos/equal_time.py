@@ -355,19 +355,9 @@ def d_gap(run_dir: Path, train_folder: Path, heldout: Path) -> float:
     """Mean D logit on (up to 500) training crops minus on as many held-out crops, at the last checkpoint."""
     from safetensors.torch import load_file
 
-    from gan_accel.models import build_models
+    from benchmarks.photos.panel import run_networks
 
-    config = json.loads((run_dir / "config.json").read_text())
-    _, D = build_models(
-        config["arch"],
-        z_dim=config["z_dim"],
-        channels=config["channels"],
-        image_size=config["image_size"],
-        g_channels=config["g_channels"],
-        d_channels=config["d_channels"],
-        d_norm=config["d_norm"],
-        g_norm=config["g_norm"],
-    )
+    _, D, config, _ = run_networks(run_dir)
     last = sorted((run_dir / "checkpoints").iterdir())[-1]
     D.load_state_dict(load_file(str(last / "model_1.safetensors")))
     D.eval()

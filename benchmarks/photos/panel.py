@@ -28,7 +28,7 @@ import io
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, List
+from typing import Dict, List, Tuple
 
 import torch
 import torch.nn as nn
@@ -180,18 +180,15 @@ def load_quietly(folder: Path) -> nn.Module:
         return load_generator(folder)
 
 
-def checkpoint_generator(run_dir: Path, checkpoint: Path) -> nn.Module:
-    """The EMA generator a checkpoint holds, with BatchNorm statistics recomputed for its weights
-    as the run does before it exports or samples."""
-    from safetensors.torch import load_file
-
-    from gan_accel.gan.ema import EMA_FILE, recalibrate_batchnorm
+def run_networks(run_dir: Path) -> Tuple[nn.Module, nn.Module, dict, int]:
+    """G and D as a run's ``config.json`` builds them (untrained), its config and its number of
+    classes (read from its export, 0 without one)."""
     from gan_accel.models import build_models
 
     config = json.loads((Path(run_dir) / "config.json").read_text())
     exported = Path(run_dir) / "generator" / "config.json"
     num_classes = json.loads(exported.read_text()).get("num_classes", 0) if exported.is_file() else 0
-    G, _ = build_models(
+    G, D = build_models(
         config["arch"],
         z_dim=config["z_dim"],
         channels=config["channels"],
@@ -203,6 +200,17 @@ def checkpoint_generator(run_dir: Path, checkpoint: Path) -> nn.Module:
         num_classes=num_classes,
         progressive=float(config.get("progressive_share") or 0) > 0,
     )
+    return G, D, config, num_classes
+
+
+def checkpoint_generator(run_dir: Path, checkpoint: Path) -> nn.Module:
+    """The EMA generator a checkpoint holds, with BatchNorm statistics recomputed for its weights
+    as the run does before it exports or samples."""
+    from safetensors.torch import load_file
+
+    from gan_accel.gan.ema import EMA_FILE, recalibrate_batchnorm
+
+    G, _, config, num_classes = run_networks(run_dir)
     G.load_state_dict(load_file(str(Path(checkpoint) / EMA_FILE)))
     recalibrate_batchnorm(G, config["z_dim"], num_classes, "cpu", seed=config["seed"])
     return G.eval().requires_grad_(False)
