@@ -153,9 +153,12 @@ def test_saturation_is_judged_at_the_floor_size_and_a_colour_shift_separates(eva
         assert real[f"eval/{value}"] == pytest.approx(real[f"eval/{floor}"], rel=1e-6, abs=1e-9)
         assert real[f"eval/{name}_floor_ci_low"] <= real[f"eval/{floor}"] <= real[f"eval/{name}_floor_ci_high"]
         assert real[f"eval/{name}_saturated"] == 1.0
-    # The same digits a little lighter (a colour cast): no longer as good as real on FID or SWD.
-    shifted = evaluator.evaluate(SequenceG((heldout + 0.3).clamp(-1, 1)))
+    # The same digits a little lighter (a faint colour cast): no longer as good as real on FID or SWD
+    # at the floor's size, though the full-size FID (against the whole reference) lies inside the
+    # interval from its larger sample alone: judged by that, as before, it read saturated.
+    shifted = evaluator.evaluate(SequenceG((heldout + 0.05).clamp(-1, 1)))
     assert shifted["eval/fid_saturated"] == 0.0 and shifted["eval/swd_saturated"] == 0.0
+    assert shifted["eval/fid"] <= shifted["eval/fid_floor_ci_high"] < shifted["eval/fid_at_floor_size"]
 
 
 def test_every_result_carries_its_protocol(evaluator, digits):
