@@ -125,6 +125,42 @@ def test_real_images_score_near_the_floor_and_noise_far_above(evaluator, digits)
             assert bottom <= low <= value <= high <= top, (name, low, value, high)
 
 
+class SequenceG(nn.Module):
+    """A 'generator' that returns fixed images in order, the first again once all were returned."""
+
+    z_dim, num_classes = 4, 0
+
+    def __init__(self, images):
+        super().__init__()
+        self.images, self.at = images, 0
+
+    def forward(self, z, labels=None):
+        rows = (torch.arange(z.shape[0]) + self.at) % len(self.images)
+        self.at = int(rows[-1]) + 1
+        return self.images[rows]
+
+
+def test_saturation_is_judged_at_the_floor_size_and_a_colour_shift_separates(evaluator, digits):
+    # The floor's own held-out images scored as a generator: at the floor's size each metric is the
+    # floor itself (the same estimator on the same images), inside its real-vs-real interval.
+    heldout = to_float_images(digits.images[evaluator.heldout_idx[:NUM_IMAGES]])
+    real = evaluator.evaluate(SequenceG(heldout))
+    for name, value, floor in (
+        ("fid", "fid_at_floor_size", "fid_floor"),
+        ("kid", "kid_at_floor_size_mean", "kid_floor_mean"),
+        ("swd", "swd", "swd_floor"),
+    ):
+        assert real[f"eval/{value}"] == pytest.approx(real[f"eval/{floor}"], rel=1e-6, abs=1e-9)
+        assert real[f"eval/{name}_floor_ci_low"] <= real[f"eval/{floor}"] <= real[f"eval/{name}_floor_ci_high"]
+        assert real[f"eval/{name}_saturated"] == 1.0
+    # The same digits a little lighter (a faint colour cast): no longer as good as real on FID or SWD
+    # at the floor's size, though the full-size FID (against the whole reference) lies inside the
+    # interval from its larger sample alone: judged by that, as before, it read saturated.
+    shifted = evaluator.evaluate(SequenceG((heldout + 0.05).clamp(-1, 1)))
+    assert shifted["eval/fid_saturated"] == 0.0 and shifted["eval/swd_saturated"] == 0.0
+    assert shifted["eval/fid"] <= shifted["eval/fid_floor_ci_high"] < shifted["eval/fid_at_floor_size"]
+
+
 def test_every_result_carries_its_protocol(evaluator, digits):
     from gan_accel.metrics.protocol import MUST_MATCH, protocol_id
 

@@ -31,7 +31,9 @@ def test_saturated_exactly_when_the_value_is_not_above_the_real_vs_real_interval
         assert is_saturated(interval[1], floor, interval) and is_saturated(interval[0] / 2, floor, interval)
 
 
-def result(fid, swd, fid_top=1.0, swd_top=20.0, kid=1.0):
+def result(fid, swd, fid_top=1.0, swd_top=20.0, kid=1.0, fid_at_size=None, kid_at_size=None):
+    """A scripted evaluation; the values at the floor's size (what saturation judges) default to a
+    little above the full-size ones, as FID and KID are at a smaller size."""
     r = EvalResult(
         fid=fid,
         kid_mean=kid,
@@ -43,8 +45,8 @@ def result(fid, swd, fid_top=1.0, swd_top=20.0, kid=1.0):
         num_reference=100,
         num_floor=100,
         feature_extractor="domain",
-        fid_at_floor_size=fid,
-        kid_at_floor_size_mean=kid,
+        fid_at_floor_size=fid + 0.1 if fid_at_size is None else fid_at_size,
+        kid_at_floor_size_mean=kid + 0.01 if kid_at_size is None else kid_at_size,
         swd=swd,
         swd_floor=swd_top * 0.9,
         intervals={"fid": [fid * 0.95, fid * 1.05], "kid": [kid, kid], "swd": [swd * 0.95, swd * 1.05]},
@@ -63,8 +65,19 @@ def test_a_result_below_its_floor_says_so_in_its_keys_and_its_panel():
     )
     assert flat["eval/swd_floor_ci_high"] == 20.0 and flat["eval/fid_floor_ci_low"] == 0.8
     panel = format_result(r)
-    assert "FID 0.49 [0.4655, 0.5145]  floor 0.9 [0.8, 1]  SATURATED" in panel
-    assert "SWD 40 [38, 42]  floor 18 [16, 20]  separates" in panel
+    assert "FID 0.49 [0.4655, 0.5145]  floor 0.9 [0.8, 1]  at floor size 0.59  SATURATED" in panel
+    assert "SWD 40 [38, 42]  floor 18 [16, 20]  separates" in panel  # the SWD is at the floor's size already
+
+
+def test_saturation_judges_the_value_at_the_floor_size_not_the_full_size_one():
+    # FID and KID run higher at the floor's smaller size: a full-size value under the interval's top
+    # says nothing by itself, the same-size one decides (both ways).
+    assert result(fid=0.5, swd=40.0, fid_at_size=1.5).saturated == []
+    assert result(fid=1.5, swd=40.0, fid_at_size=0.5).saturated == ["fid"]
+    assert result(fid=2.0, swd=40.0, kid=0.05, kid_at_size=0.2).saturated == []
+    assert result(fid=2.0, swd=40.0, kid=0.2, kid_at_size=0.05).saturated == ["kid"]
+    flat = result(fid=0.5, swd=40.0, fid_at_size=1.5).flat()
+    assert flat["eval/fid_saturated"] == 0.0 and flat["eval/fid_at_floor_size"] == 1.5
 
 
 KEYS = photo_run.SELECTING
@@ -176,8 +189,9 @@ def test_the_fid_saturates_and_the_swd_chooses(tmp_path, monkeypatch, capsys):
     printed = capsys.readouterr().out
     assert printed.count("FID saturated:") == 1  # once, though steps 4 and 6 are both saturated
     assert (
-        "step 4: FID saturated: 0.5 is inside or below its real-vs-real interval [0.8, 1] (floor 0.9): it no longer "
-        "tells generated from real images; best_generator/ is chosen by SWD from here" in printed
+        "step 4: FID saturated: 0.6 (at the floor's size; 0.5 at full size) is inside or below its real-vs-real "
+        "interval [0.8, 1] (floor 0.9): it no longer tells generated from real images; best_generator/ is chosen "
+        "by SWD from here" in printed
     )
     score = json.loads((out / "best_generator" / "score.json").read_text())
     assert score == {"metric": "eval/swd", "value": 45.0, "step": 4, "saturated": {"eval/fid": 4}}
@@ -205,7 +219,11 @@ def test_the_fid_saturates_and_the_swd_chooses(tmp_path, monkeypatch, capsys):
 def test_when_both_saturate_the_last_generator_is_kept_and_the_closing_line_says_so(tmp_path, monkeypatch, capsys):
     out = run_scripted(tmp_path, monkeypatch, [result(2.0, 50.0), result(0.5, 45.0), result(0.4, 15.0)])
     printed = capsys.readouterr().out
-    assert "step 6: SWD saturated" in printed and "best_generator/ keeps the last generator" in printed
+    assert (
+        "step 6: SWD saturated: 15 (at the floor's size) is inside or below its real-vs-real interval [16, 20]"
+        in printed
+    )
+    assert "best_generator/ keeps the last generator" in printed
     score = json.loads((out / "best_generator" / "score.json").read_text())
     assert score == {"metric": "last", "value": None, "step": 6, "saturated": {"eval/fid": 4, "eval/swd": 6}}
     assert (

@@ -21,6 +21,7 @@ from ..loop.budget import TimeBudget, format_duration, parse_duration
 from ..loop.checkpoint import json_safe
 from ..loop.rundir import SCORE_FILE
 from ..loop.threads import ThreadProbe
+from ..metrics.result import FLOORED as COMPARED  # per metric, the field judged against its interval
 from .ada import AdaptiveAugment
 from .config import GANTrainArguments
 
@@ -271,9 +272,12 @@ def saturation_line(key: str, metrics: Dict[str, float], step: int, selecting: O
     label, name, floor = FLOORED[key]
     low, high = metrics.get(f"eval/{name}_floor_ci_low"), metrics.get(f"eval/{name}_floor_ci_high")
     interval = f" [{low:.4g}, {high:.4g}]" if low is not None and high is not None else ""
+    compared = f"eval/{COMPARED[name][1]}"
+    full = f"; {metrics[key]:.4g} at full size" if compared != key else ""
     line = (
-        f"step {step}: {label} saturated: {metrics[key]:.4g} is inside or below its real-vs-real interval"
-        f"{interval} (floor {metrics[floor]:.4g}): it no longer tells generated from real images"
+        f"step {step}: {label} saturated: {metrics[compared]:.4g} (at the floor's size{full}) is inside or "
+        f"below its real-vs-real interval{interval} (floor {metrics[floor]:.4g}): it no longer tells generated "
+        "from real images"
     )
     if key not in SELECTING:
         return line

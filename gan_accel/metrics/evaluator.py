@@ -3,9 +3,9 @@
 Everything that does not depend on the generator is built once in the constructor (and cached
 on disk): the train/held-out split, the domain classifier, the reference statistics of the real
 training images, the floor (the same FID/KID/SWD between a real training subset and as many
-held-out real images, with its bootstrap interval) and the SWD's real side. :meth:`GANEvaluator.evaluate` then only samples the generator, extracts
-features and computes, which is cheap enough to run every few hundred training steps on a CPU
-with the domain extractor.
+held-out real images, with its real-vs-real interval) and the SWD's real side.
+:meth:`GANEvaluator.evaluate` then only samples the generator, extracts features and computes, cheap
+enough to run every few hundred training steps on a CPU with the domain extractor.
 """
 
 from __future__ import annotations
@@ -28,13 +28,16 @@ from .domain import DomainFeatures, DomainModel, DomainTrainSettings, load_or_tr
 from .fidelity import K_DENSITY_COVERAGE, K_PRECISION_RECALL, check_num_images, per_sample_scores
 from .inception import load_inception_features
 from .protocol import metric_protocol, real_data_protocol, save_protocol, weights_sha256
+from .real_draws import REAL_DRAWS, feature_intervals, swd_interval
 from .result import EvalResult, format_result
 from .split import split_indices
-from .swd import SWD_MAX_IMAGES, SWDReference, pyramid_sizes
+from .swd import SWD_MAX_IMAGES, SWD_PATCHES_PER_IMAGE, SWD_PROJECTIONS, SWDReference, pyramid_sizes
 
 log = logging.getLogger(__name__)
 
 FEATURE_EXTRACTORS = ("domain", "inception")
+# In the floor's cache key: 2 since its intervals are draws of real images, no longer a bootstrap.
+FLOOR_VERSION = 2
 __all__ = ["FEATURE_EXTRACTORS", "EvalResult", "GANEvaluator", "format_result"]  # EvalResult: from .result
 
 
@@ -55,7 +58,7 @@ class GANEvaluator:
     max_reference_images:    cap on the real training images behind the reference statistics.
     kid_subsets:             random subsets KID averages over.
     classifier:              training settings of the domain classifier.
-    bootstrap_resamples:     resamples behind each metric's interval (0: no intervals).
+    bootstrap_resamples:     resamples behind each metric's own interval (0: none; the real-vs-real ones are draws).
     k_precision_recall:      k of the k-NN balls of precision and recall.
     k_density_coverage:      k of the k-NN balls of density and coverage.
     """
@@ -133,11 +136,14 @@ class GANEvaluator:
         )
         self.distance = FeatureDistance(features, kid_subsets, seed, self.device)
         self._load_or_set_reference(self.distance, ref_idx, features.cache_key, fingerprint)
+        self.num_floor = min(self.num_images, len(heldout_idx), len(train_idx))
+        # The SWD's real side: the floor's training images (seconds of pyramids and sorts: not cached);
+        # none for images smaller than a patch.
+        size = min(self.num_floor, SWD_MAX_IMAGES) if pyramid_sizes(real.images.shape[-1]) else 0
+        self.swd_reference = SWDReference(self._real_images(train_idx[:size]), seed) if size else None
         self.floor = self._floor(features, train_idx, heldout_idx, kid_subsets, fingerprint)
-        self.num_floor = int(self.floor["num_images"])
         self.floor_distance = FeatureDistance(features, kid_subsets, seed, self.device)
         self.floor_distance.set_reference(self._real_batches(train_idx[: self.num_floor]))
-        self._swd_floor(train_idx, heldout_idx)
         self.label_probs = self._label_probs()
 
     # -- built once ---------------------------------------------------------------------------
@@ -183,19 +189,22 @@ class GANEvaluator:
         heldout_idx: torch.Tensor,
         kid_subsets: int,
         fingerprint: str,
-    ) -> Dict[str, float]:
-        """FID/KID between ``n`` real training images and ``n`` held-out ones: what a generator that
-        draws fresh real images would score at this sample size; ``intervals``: how far that moves
-        over bootstrap resamples of the held-out images (the real-vs-real interval)."""
-        n = min(self.num_images, len(heldout_idx), len(train_idx))
+    ) -> Dict[str, object]:
+        """FID/KID (and the SWD's ``swd``) between ``n`` real training images and ``n`` held-out ones:
+        what a generator that draws fresh real images would score at this sample size; ``intervals``:
+        how far each moves over draws of other real images (gan_accel.metrics.real_draws)."""
+        n = self.num_floor
         key = settings_key(
+            version=FLOOR_VERSION,
             features=features.cache_key,
             data=fingerprint,
             train=tensor_hash(train_idx[:n]),
-            heldout=tensor_hash(heldout_idx[:n]),
+            heldout=tensor_hash(heldout_idx),
+            pool=tensor_hash(self.reference_idx),
             kid_subsets=kid_subsets,
             seed=self.seed,
-            resamples=self.bootstrap_resamples,
+            draws=REAL_DRAWS,
+            swd=[SWD_MAX_IMAGES, SWD_PATCHES_PER_IMAGE, SWD_PROJECTIONS] if self.swd_reference else None,
         )
         path = self.cache_dir / "floor" / f"{key}.pt"
         cached = load_cached(path)
@@ -203,30 +212,23 @@ class GANEvaluator:
             return cached
         distance = FeatureDistance(features, kid_subsets, self.seed, self.device)
         distance.set_reference(self._real_batches(train_idx[:n]))
-        floor = distance.score(self._real_batches(heldout_idx[:n]))
+        floor: Dict[str, object] = dict(distance.score(self._real_batches(heldout_idx[:n])))
         real, heldout = distance.last_features()
-        floor["intervals"] = bootstrap_intervals(
-            real,
-            heldout,
-            kid_subset_size=kid_subset_size(real.shape[0], heldout.shape[0]),
-            resamples=self.bootstrap_resamples,
-            seed=self.seed,
-            estimates={"fid": floor["fid"], "kid": floor["kid_mean"]},
-        )
+        # The pools the draws come from, in features computed once: the reference's training images
+        # (the floor's own when the reference is capped below n) and every held-out image.
+        pool = max(self.distance.reference_features(), real, key=len)
+        heldout = torch.cat([heldout, *map(self.features_of, self._real_batches(heldout_idx[n:]))])
+        estimates = {"fid": floor["fid"], "kid": floor["kid_mean"]}
+        floor["intervals"] = feature_intervals(pool, heldout, n, estimates, kid_subset_size(n, n), seed=self.seed)
+        if self.swd_reference is not None:  # at its own size (SWD_MAX_IMAGES at most), as it scores generators
+            swd = self.swd_reference.score(self._real_images(heldout_idx[: min(n, SWD_MAX_IMAGES)])).value
+            floor["swd"] = swd
+            floor["intervals"]["swd"] = swd_interval(self._real_images, train_idx, heldout_idx, n, swd, seed=self.seed)
         save_atomic(floor, path)
         return floor
 
-    def _swd_floor(self, train_idx: torch.Tensor, heldout_idx: torch.Tensor) -> None:
-        """The SWD's real side (the floor's training images) and its floor (the floor's held-out
-        images against it, with its bootstrap interval); none for images smaller than a patch.
-        Seconds of pyramids and sorts: computed, not cached."""
-        self.swd_reference, self.swd_floor = None, None
-        if not pyramid_sizes(self.real.images.shape[-1]):
-            return
-        n = min(self.num_floor, SWD_MAX_IMAGES)
-        self.swd_reference = SWDReference(to_float_images(self.real.images[train_idx[:n]]), self.seed)
-        heldout = to_float_images(self.real.images[heldout_idx[:n]])
-        self.swd_floor = self.swd_reference.score(heldout, self.bootstrap_resamples, BOOTSTRAP_LEVEL)
+    def _real_images(self, idx: torch.Tensor) -> torch.Tensor:
+        return to_float_images(self.real.images[idx])
 
     def _label_probs(self) -> Optional[torch.Tensor]:
         """Real class frequencies: conditional generators are sampled with the real label mix so
@@ -358,11 +360,9 @@ class GANEvaluator:
         result.floor_intervals = dict(self.floor.get("intervals", {}))
         if self.swd_reference is not None:
             score = self.swd_reference.score(generated.float().cpu(), self.bootstrap_resamples, BOOTSTRAP_LEVEL)
-            result.swd, result.swd_levels, result.swd_floor = score.value, score.levels, self.swd_floor.value
+            result.swd, result.swd_levels, result.swd_floor = score.value, score.levels, self.floor["swd"]
             if score.interval:
                 result.intervals["swd"] = score.interval
-            if self.swd_floor.interval:
-                result.floor_intervals["swd"] = self.swd_floor.interval
         result.mark_saturated()
 
     def _add_fidelity_and_protocol(self, result: EvalResult) -> None:

@@ -11,12 +11,21 @@ from typing import Dict, List, Optional
 from .bootstrap import BOOTSTRAP_LEVEL
 from .protocol import protocol_id
 
-# Metric name -> (value field, floor field) of the metrics with a real-vs-real floor.
-FLOORED = {"fid": ("fid", "fid_floor"), "kid": ("kid_mean", "kid_floor_mean"), "swd": ("swd", "swd_floor")}
+# Metric name -> (reported value field, field compared with the real-vs-real interval, floor field) of
+# the metrics with a real-vs-real floor. The compared value is measured at the floor's size, as the
+# interval's draws are (gan_accel.metrics.real_draws): for FID and KID the first num_floor generated
+# images against the floor's own real training images, since both are biased upwards at small sizes
+# and the full-size value would look better than the floor from its sample size alone; the SWD is
+# measured at that size already.
+FLOORED = {
+    "fid": ("fid", "fid_at_floor_size", "fid_floor"),
+    "kid": ("kid_mean", "kid_at_floor_size_mean", "kid_floor_mean"),
+    "swd": ("swd", "swd", "swd_floor"),
+}
 
 
 def is_saturated(value: Optional[float], floor: Optional[float], floor_interval: Optional[List[float]] = None) -> bool:
-    """Whether ``value`` (lower is better) lies inside or below the real-vs-real interval, i.e. is
+    """Whether ``value`` (lower is better, at the floor's size) lies inside or below the real-vs-real interval, i.e. is
     not above its high end (the floor itself when there is no interval): the metric then scores
     the generated images as it scores held-out real ones, and differences between generators are
     noise. A non-finite value never is (a diverged generator is not as good as real images), nor is
@@ -69,17 +78,19 @@ class EvalResult:
     swd: Optional[float] = None
     swd_floor: Optional[float] = None  # real training subset vs held-out, the same images as fid_floor's
     swd_levels: Dict[str, float] = field(default_factory=dict)  # per pyramid level, keyed by its side
-    # {"fid": [low, high], "kid": ..., "swd": ...}: the real-vs-real intervals (bootstrap over the held-out images).
+    # {"fid": [low, high], "kid": ..., "swd": ...}: the real-vs-real intervals (draws of real training
+    # images against as many held-out ones, gan_accel.metrics.real_draws).
     floor_intervals: Dict[str, List[float]] = field(default_factory=dict)
-    # The metrics of FLOORED whose value lies inside or below their real-vs-real interval (is_saturated).
+    # The metrics of FLOORED whose value at the floor's size lies inside or below their real-vs-real
+    # interval (is_saturated).
     saturated: List[str] = field(default_factory=list)
 
     def mark_saturated(self) -> None:
-        """Fill :attr:`saturated` from the values, floors and floor intervals."""
+        """Fill :attr:`saturated` from the values at the floor's size, floors and floor intervals."""
         self.saturated = [
             name
-            for name, (value, floor) in FLOORED.items()
-            if is_saturated(getattr(self, value), getattr(self, floor), self.floor_intervals.get(name))
+            for name, (_, compared, floor) in FLOORED.items()
+            if is_saturated(getattr(self, compared), getattr(self, floor), self.floor_intervals.get(name))
         ]
 
     def flat(self, prefix: str = "eval/") -> Dict[str, float]:
@@ -98,7 +109,7 @@ class EvalResult:
         for name, (low, high) in self.floor_intervals.items():
             out[f"{prefix}{name}_floor_ci_low"] = float(low)
             out[f"{prefix}{name}_floor_ci_high"] = float(high)
-        for name, (value, _) in FLOORED.items():
+        for name, (value, _, _) in FLOORED.items():
             if getattr(self, value) is not None:
                 out[f"{prefix}{name}_saturated"] = float(name in self.saturated)
         if self.protocol:
@@ -142,20 +153,25 @@ def format_result(result: EvalResult) -> str:
 
 
 def panel_lines(result: EvalResult) -> List[str]:
-    """FID, KID and SWD, each with its interval, its real-vs-real floor and interval, and whether
-    it is saturated (then it no longer tells generated from real images)."""
+    """FID, KID and SWD, each with its interval, its real-vs-real floor and interval, the value at
+    the floor's size where it differs from the reported one, and whether it is saturated (then it no
+    longer tells generated from real images)."""
 
     def interval(pair: Optional[List[float]]) -> str:
         return f"[{pair[0]:.4g}, {pair[1]:.4g}]" if pair else "[-]"
 
-    lines = ["panel (lower is better; saturated: inside or below its real-vs-real interval, so it no longer ranks):"]
-    for name, (value_field, floor_field) in FLOORED.items():
-        value, floor = getattr(result, value_field), getattr(result, floor_field)
+    lines = [
+        "panel (lower is better; saturated: at the floor's size, inside or below its real-vs-real interval, "
+        "so it no longer ranks):"
+    ]
+    for name, (value_field, compared_field, floor_field) in FLOORED.items():
+        value, compared, floor = (getattr(result, f) for f in (value_field, compared_field, floor_field))
         if value is None:
             continue
         state = "SATURATED" if name in result.saturated else "separates"
+        at_size = f"  at floor size {compared:.4g}" if compared_field != value_field and compared is not None else ""
         lines.append(
             f"  {name.upper()} {value:.4g} {interval(result.intervals.get(name))}  floor {floor:.4g} "
-            f"{interval(result.floor_intervals.get(name))}  {state}"
+            f"{interval(result.floor_intervals.get(name))}{at_size}  {state}"
         )
     return lines
