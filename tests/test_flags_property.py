@@ -166,7 +166,8 @@ def parser_actions(command: str, argv: List[str]) -> List[argparse.Action]:
     finally:
         argparse.ArgumentParser.print_help = original
     (parser,) = caught
-    return [a for a in parser._actions if not {"-h", "--help", "--debug"} & set(a.option_strings)]
+    # --dry_run is the base command's way of writing nothing: a drawn `--dry_run 0` trains for real.
+    return [a for a in parser._actions if not {"-h", "--help", "--debug", "--dry_run"} & set(a.option_strings)]
 
 
 # Values chosen to break a check; every value is also a string a shell could pass.

@@ -8,10 +8,20 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
+from benchmarks.common import reset_accelerate
 from gan_accel.gan import speed
 from helpers import TINY_GAN, load_script
 
 train_gan = load_script("train_gan").main
+
+
+@pytest.fixture(autouse=True)
+def fresh_accelerate_state():
+    # In-process runs share Accelerate's process-wide state: a bf16 run here must not inherit the
+    # precision of whatever ran before it in this worker, nor leave its own to the next test.
+    reset_accelerate()
+    yield
+    reset_accelerate()
 
 
 def _run(out, *extra):
