@@ -14,6 +14,7 @@ import sys
 import pytest
 from PIL import Image
 
+from classifier_fixtures import make_corpus, make_tiny
 from cyclegan_fixtures import make_domains
 from gan_accel import interrupt
 from gan_accel.cyclegan.export import save_translator
@@ -80,6 +81,8 @@ def work(tmp_path_factory):
     make_domains(root / "domains", num_a=3, num_b=1)
     (root / "mine").mkdir()
     (root / "mine" / "notes.txt").write_text("the user's own")
+    corpus = make_corpus(root / "corpus", n_train=32, n_val=8)
+    make_tiny(root / "tiny", corpus["train"])
     return root
 
 
@@ -125,7 +128,7 @@ def args_of(name, work):
             "--output_dir",
             f"{w}/tr",
         ],
-        "predict": ["predict", "--model", f"{w}/none", "--texts", "a"],
+        "predict": ["predict", "--model", f"{w}/tiny", "--text", "a", "b", "--output_file", f"{w}/pred.jsonl"],
         "compare-metrics": ["compare-metrics", f"{w}/a.json", f"{w}/b.json"],
         "make-photo-crops": [
             "make-photo-crops",
@@ -146,7 +149,7 @@ OTHERS = [(c, "start") for c in ("sample-gan", "export-onnx", "evaluate-gan", "p
 OTHERS += [("compare-metrics", "start"), ("make-photo-crops", "start")]
 # Each command's work: files written one by one, an ONNX export, an evaluation.
 WRITING = [("sample-gan", "write"), ("make-photo-crops", "write"), ("translate", "write"), ("plot-run", "write")]
-WORK = WRITING + [("export-onnx", "export"), ("evaluate-gan", "evaluate")]
+WORK = WRITING + [("export-onnx", "export"), ("evaluate-gan", "evaluate"), ("predict", "predict")]
 TRAINING = [
     ("train-gan", "update"),
     ("train-gan", "update:2"),
@@ -223,15 +226,16 @@ def test_a_start_stopped_before_its_first_update_can_be_run_again(tmp_path):
 
 
 @pytest.mark.parametrize("sig", SIGNALS, ids=[s.name for s in SIGNALS])
-@pytest.mark.parametrize("how", ["script", "gan-accel"])
+@pytest.mark.parametrize("how", ["script", "module", "gan-accel"])
 def test_a_stop_while_the_command_imports_torch_is_one_line(tmp_path, how, sig):
     """The seconds of torch's import, before the command's own first line: ``python scripts/X.py``
-    (and torchrun/accelerate launch of it) answers as ``gan-accel X`` does."""
+    and ``python -m gan_accel.cli.X`` (and torchrun/accelerate launch of either) answer as
+    ``gan-accel X`` does."""
     argv = ["plot-run", str(tmp_path)]
-    if how == "script":
+    if how in ("script", "module"):
         env = {**os.environ, "PYTHONPATH": str(ROOT), interrupt.TEST_SIGNAL_ENV: f"import:{sig.name}"}
-        cmd = [sys.executable, str(ROOT / "scripts" / "plot_run.py"), *argv[1:]]
-        proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
+        run = [str(ROOT / "scripts" / "plot_run.py")] if how == "script" else ["-m", "gan_accel.cli.plot_run"]
+        proc = subprocess.run([sys.executable, *run, *argv[1:]], env=env, capture_output=True, text=True, timeout=120)
     else:
         proc = command(argv, f"import:{sig.name}")
     assert_one_line(proc, sig)

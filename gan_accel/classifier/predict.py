@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import List, Optional, Tuple
 
+from .. import interrupt
 from ..config.fields import check_positive
 from ..data.length_grouped import longest_first, restore_order
 from ..errors import ConfigError, UserError
@@ -119,6 +120,7 @@ def predict(args: PredictArguments) -> List[dict]:
     order = longest_first([len(ids) for ids in encoded])
     rows = []
     for start in range(0, len(order), args.batch_size):
+        interrupt.phase("predict")
         chunk = order[start : start + args.batch_size]
         enc = tokenizer.pad({"input_ids": [encoded[i] for i in chunk]}, return_tensors="pt").to(device)
         ids, scores = top_labels(model, enc)

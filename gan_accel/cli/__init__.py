@@ -32,6 +32,33 @@ def _collect_then_freeze() -> None:
 
 atexit.register(_collect_then_freeze)
 
+
+def _answer_signals_while_run_as_a_module() -> None:
+    """``python -m gan_accel.cli.NAME`` (and ``torchrun -m`` / ``accelerate launch -m``, which start
+    it that way) imports this package, then the module, whose first line imports torch: seconds
+    before the command's own handler (``gan_accel.errors.cli_entry``) exists, where Ctrl-C met
+    Python's KeyboardInterrupt traceback. While ``-m`` is looking for its module, ``sys.argv[0]``
+    is ``"-m"``: only then is a handler installed here. Nothing is on disk yet, so it says the one
+    line every command says and exits 130/143; the command's handler replaces it at its first line."""
+    if sys.argv[:1] != ["-m"]:
+        return
+    import os
+    import signal
+
+    from gan_accel import interrupt
+
+    def stop(signum, frame) -> None:
+        sys.stdout.flush()
+        print(interrupt.Interrupted(signum).line(), file=sys.stderr, flush=True)
+        os._exit(interrupt.exit_code(signum))
+
+    for sig in interrupt.SIGNALS:
+        signal.signal(sig, stop)
+    interrupt.phase("import")
+
+
+_answer_signals_while_run_as_a_module()
+
 # sub-command -> (module, one line for --help)
 COMMANDS = {
     "train-gan": ("train_gan", "train a GAN on a folder of images or a bundled dataset"),
