@@ -38,9 +38,13 @@ def _answer_signals_while_run_as_a_module() -> None:
     it that way) imports this package, then the module, whose first line imports torch: seconds
     before the command's own handler (``gan_accel.errors.cli_entry``) exists, where Ctrl-C met
     Python's KeyboardInterrupt traceback. While ``-m`` is looking for its module, ``sys.argv[0]``
-    is ``"-m"``: only then is a handler installed here. Nothing is on disk yet, so it says the one
-    line every command says and exits 130/143; the command's handler replaces it at its first line."""
-    if sys.argv[:1] != ["-m"]:
+    is ``"-m"``; only when the module it looks for is one of this package's is a handler installed
+    here (another program's ``-m`` that imports this package keeps its own). Nothing is on disk yet,
+    so it says the one line every command says and exits 130/143; the command's handler replaces it
+    at its first line."""
+    original = getattr(sys, "orig_argv", [])
+    target = original[original.index("-m") + 1] if "-m" in original[:-1] else ""
+    if sys.argv[:1] != ["-m"] or not target.startswith(__name__):
         return
     import os
     import signal
