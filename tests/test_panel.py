@@ -16,9 +16,18 @@ from benchmarks.digits_judge import shuffled_pixels
 from benchmarks.photos import panel_encoder
 from benchmarks.photos import side_by_side as bench_panel
 from benchmarks.photos.along import along_table, score_along
-from benchmarks.photos.panel import YARDSTICKS, Panel, PanelSettings, load_crops
+from benchmarks.photos.panel import PANEL_VERSION, YARDSTICKS, Panel, PanelSettings, load_crops, mean_of_draws
 from benchmarks.photos.panel_encoder import EncoderSettings, SelfSupervised, drop_held_out, image_hashes
-from benchmarks.photos.panel_verdict import MIN_SEEDS, along_run_summary, cell, spread, table, verdict
+from benchmarks.photos.panel_stats import RankGaussian
+from benchmarks.photos.panel_verdict import (
+    MIN_SEEDS,
+    along_run_summary,
+    cell,
+    draw_noise_line,
+    spread,
+    table,
+    verdict,
+)
 from helpers import load_script
 
 TINY = PanelSettings(
@@ -60,6 +69,58 @@ def test_each_yardstick_ranks_real_near_its_floor_below_blurred_below_shuffled_a
     assert floor["ssl_encoder"]["x_floor"] == pytest.approx(1.0)
     low, high = rows["real"]["colour_texture"]["interval"]
     assert low <= rows["real"]["colour_texture"]["value"] <= high
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(st.lists(st.floats(-1e6, 1e6, allow_nan=False), min_size=3, max_size=3), min_size=2, max_size=30),
+    st.lists(st.lists(st.floats(-1e9, 1e9, allow_nan=False), min_size=3, max_size=3), min_size=1, max_size=10),
+)
+def test_ranks_map_every_value_within_the_references_last_rank_and_keep_its_order(reference, values):
+    reference, values = torch.tensor(reference, dtype=torch.float64), torch.tensor(values, dtype=torch.float64)
+    ranks = RankGaussian(reference)
+    out = ranks(values)
+    n = len(reference)
+    bound = float(torch.erfinv(torch.tensor(1 - 1 / (n + 1), dtype=torch.float64)) * 2**0.5)
+    assert out.shape == values.shape and torch.isfinite(out).all()
+    assert out.abs().max() <= bound + 1e-9
+    for d in range(values.shape[1]):  # monotone in each dimension: a larger value never ranks lower
+        order = values[:, d].argsort()
+        assert (out[order, d].diff() >= -1e-12).all()
+    # the reference against itself, where a dimension has no ties: symmetric around 0
+    own = ranks(reference)
+    for d in range(reference.shape[1]):
+        if len(reference[:, d].unique()) == n:
+            assert abs(float(own[:, d].mean())) < 1e-9
+
+
+def test_one_image_far_outside_the_real_range_cannot_move_colour_texture_far(tiny_panel):
+    panel, _ = tiny_panel
+    real = load_crops(panel.data["heldout"], 3)[: TINY.num_images]
+    base = panel.stats.distance(real)["value"]
+    odd = real.clone()
+    odd[0] = torch.tensor([-1.0, -1.0, 1.0]).view(3, 1, 1)  # saturated blue: a bin real crops leave empty
+    one = panel.stats.distance(odd)["value"]
+    odd[: len(odd) // 2] = odd[0]
+    half = panel.stats.distance(odd)["value"]
+    assert one < 1.5 * base  # one image of 80 moves the figure a little ...
+    assert half > 5 * base  # ... half of them a lot
+
+
+def test_the_score_of_several_noise_draws_is_their_mean_and_keeps_each_draw():
+    draws = [
+        {n: {"value": v, "floor": 2.0, "x_floor": v / 2, "interval": [0, 9]} for n in YARDSTICKS}
+        for v in (2.0, 4.0, 6.0)
+    ]
+    out = mean_of_draws(draws)
+    for name in YARDSTICKS:
+        assert out[name]["value"] == 4.0 and out[name]["x_floor"] == 2.0
+        assert out[name]["draws"] == [1.0, 2.0, 3.0] and out[name]["interval"] is None
+    assert mean_of_draws(draws[:1])[YARDSTICKS[0]]["interval"] == [0, 9]
+    records = [{"panel": out}, {"panel": mean_of_draws(draws[:2])}]
+    assert draw_noise_line(records) == "one generator, its noise drawn again: up to " + ", ".join(
+        f"{label} 3.00x" for label in ("region judge FID", "colour+texture FD", "SSL encoder FD")
+    )
 
 
 def test_the_encoder_never_trains_on_the_images_its_floor_is_measured_with(tiny_panel, tmp_path):
@@ -197,6 +258,40 @@ def test_pairs_start_two_settings_of_one_seed_together_and_alternate_reverses_th
     ]
     alternate = bench_panel.schedule([a, b], [0, 1], "alternate")
     assert [(g[0][0].name, g[0][1]) for g in alternate] == [("a", 0), ("b", 0), ("b", 1), ("a", 1)]
+
+
+def test_a_record_of_another_panel_version_is_scored_again_and_a_current_one_is_not(tiny_panel, monkeypatch):
+    import argparse
+    import json
+
+    panel, workdir = tiny_panel
+    scored = []
+    monkeypatch.setattr(bench_panel, "run_group", lambda jobs: [1.0] * len(jobs))
+    monkeypatch.setattr(
+        bench_panel,
+        "score_run",
+        lambda panel, out: (
+            scored.append(out.name)
+            or {"updates": 7, "exported": "generator", "panel": {n: {"x_floor": 2.0} for n in YARDSTICKS}}
+        ),
+    )
+    monkeypatch.setattr(bench_panel, "Panel", lambda *args, **kwargs: panel)
+    base = {"minutes": 1.0, "flags": [], "env": {}, "layout": "pairs", "wall_s": 1.0, "updates": 3}
+    old = {**base, "setting": "a", "seed": 0, "version": PANEL_VERSION - 1, "panel": {}}
+    current = {**base, "setting": "b", "seed": 0, "version": PANEL_VERSION, "panel": {}}
+    results = workdir / "panel_photos.json"
+    results.write_text(json.dumps([old, current]))
+    args = argparse.Namespace(
+        workdir=str(workdir), folder="photos", minutes=1.0, seeds=1, first_seed=0, layout="pairs",
+        keep_checkpoints=False, record=None, argv=[], machine="test",
+    )  # fmt: skip
+    bench_panel.run(args, [bench_panel.parse_setting("a="), bench_panel.parse_setting("b=")])
+    assert scored == ["a_seed0_1m"]
+    records = json.loads(results.read_text())
+    assert sorted((r["setting"], r["version"], r["updates"]) for r in records) == [
+        ("a", PANEL_VERSION, 7),
+        ("b", PANEL_VERSION, 3),
+    ]
 
 
 def test_the_grids_are_saved_side_by_side(tmp_path):

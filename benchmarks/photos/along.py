@@ -30,6 +30,7 @@ from typing import List, Optional, Sequence
 from benchmarks.photos.folders import FOLDERS, missing
 from benchmarks.photos.panel import (
     LABELS,
+    PANEL_VERSION,
     YARDSTICKS,
     Panel,
     PanelSettings,
@@ -89,7 +90,12 @@ def score_along(panel: Panel, run_dir: Path) -> dict:
         rows.append({"point": name, "step": step, "minutes": minutes, "run_fid": fids.get(step), "panel": scores})
     series = [{"step": r["step"], "scores": flat(r["panel"])} for r in rows if r["point"].startswith("step_")]
     best = next((r["step"] for r in rows if r["point"] == "best_generator"), None)
-    return {"run_dir": str(run_dir), "rows": rows, "summary": along_run_summary(series, best)}
+    return {
+        "version": PANEL_VERSION,
+        "run_dir": str(run_dir),
+        "rows": rows,
+        "summary": along_run_summary(series, best),
+    }
 
 
 def along_table(result: dict) -> str:

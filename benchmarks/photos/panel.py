@@ -42,6 +42,14 @@ YARDSTICKS = ("region_judge", "colour_texture", "ssl_encoder")
 LABELS = {"region_judge": "region judge FID", "colour_texture": "colour+texture FD", "ssl_encoder": "SSL encoder FD"}
 IMAGE_SIZE = 32  # the size every yardstick sees (the preset's CPU size; others are resized to it)
 SEEDS = {"train": 0, "heldout": 1, "judge": 2, "real": 3, "encoder": 4}  # crop positions of each set
+# Bumped when a yardstick changes how it measures: a record of another version is scored again from
+# its run's folder. Version 2: colour+texture through the reference's ranks (panel_stats.py) and
+# 4,000 images per set, after three draws of one generator's noise scored 1.2-3.1x apart on
+# colour+texture and 1.1-1.4x on the encoder at version 1's 1,000 (docs/photos.md, "The panel").
+PANEL_VERSION = 2
+# Each generator is scored on this many draws of its noise and the figure is their mean: on version
+# 1, one FastGAN export's encoder figure moved 1.1-1.4x between draws, as much as between seeds.
+PANEL_DRAWS = 4
 
 
 @dataclass(frozen=True)
@@ -51,7 +59,7 @@ class PanelSettings:
     train_crops: int = 8000  # the runs' training folder (FOLDER/crops/train), as make-photo-crops makes it
     heldout_crops: int = 1000
     judge_crops: int = 9000  # the region judge's labelled crops
-    num_images: int = 1000  # generated images per score; also the reference's and the floor's size
+    num_images: int = 4000  # generated images per score; also the reference's and the floor's size
     encoder_crops: int = 4000  # the encoder's unlabelled training crops
     judge_epochs: int = 10
     judge_min_accuracy: float = 0.8
@@ -80,9 +88,11 @@ def prepare(workdir: Path, folder: str, settings: PanelSettings) -> Dict[str, Pa
         write_split(images, partial / "heldout", settings.heldout_crops, crop_size, 64, SEEDS["heldout"])
         partial.rename(crops)
     counts = {"judge": settings.judge_crops, "real": 2 * settings.num_images, "encoder": settings.encoder_crops}
+    # The reference and floor's folder is named by its count: another num_images cuts its own set.
+    folders = {name: root / (f"real_{count}" if name == "real" else name) for name, count in counts.items()}
     for name, count in counts.items():
-        make_region_crops(root / name, count, SEEDS[name], images, crop_size, GRIDS[folder])
-    return {"train": crops / "train", "heldout": crops / "heldout", **{name: root / name for name in counts}}
+        make_region_crops(folders[name], count, SEEDS[name], images, crop_size, GRIDS[folder])
+    return {"train": crops / "train", "heldout": crops / "heldout", **folders}
 
 
 def load_crops(folder: Path, channels: int, seed: int = 0) -> torch.Tensor:
@@ -132,6 +142,7 @@ class Panel:
     def describe(self) -> dict:
         """What a record says about the panel itself."""
         return {
+            "version": PANEL_VERSION,
             "folder": self.folder,
             "num_images": self.settings.num_images,
             "judge_accuracy": self.judge.domain.accuracy,
@@ -164,12 +175,32 @@ class Panel:
             "ssl_encoder": self.encoder.score(images[:n]),
         }
 
-    def score_generator(self, G: nn.Module) -> Dict[str, dict]:
-        """Every yardstick for generator ``G``, on the same fixed noise whatever the generator."""
+    def score_generator(self, G: nn.Module, draws: int = PANEL_DRAWS) -> Dict[str, dict]:
+        """Every yardstick for generator ``G``: the mean over ``draws`` draws of its noise (seeds 0,
+        1, ...: the same whatever the generator), each draw's x floor kept as ``draws``."""
         from gan_accel.sampling import generate_images
 
         count = max(self.settings.num_images, self.settings.judge_images)
-        return self.score_images(generate_images(G.cpu().eval(), count, seed=0))
+        return mean_of_draws([self.score_images(generate_images(G.cpu().eval(), count, seed=d)) for d in range(draws)])
+
+
+def mean_of_draws(scored: List[Dict[str, dict]]) -> Dict[str, dict]:
+    """Per yardstick, the mean value of several draws' scores (the first draw's other fields), its x
+    floor, and each draw's x floor: how far the figure moves with the draw alone. One draw's
+    bootstrap interval says nothing of the mean's, so it is kept only when there is one draw."""
+    out = {}
+    for name in YARDSTICKS:
+        first = scored[0][name]
+        values = [s[name]["value"] for s in scored]
+        mean = sum(values) / len(values)
+        out[name] = {
+            **first,
+            "value": mean,
+            "x_floor": mean / first["floor"],
+            "interval": first["interval"] if len(scored) == 1 else None,
+            "draws": [v / first["floor"] for v in values],
+        }
+    return out
 
 
 def load_quietly(folder: Path) -> nn.Module:

@@ -84,6 +84,19 @@ def table(records: Sequence[dict], settings: Sequence[str], key: str = "panel") 
     return "\n".join(lines)
 
 
+def draw_noise_line(records: Sequence[dict], key: str = "panel") -> str:
+    """Per yardstick, the widest worst / best of one run's noise draws (``draws`` of its scores):
+    a spread of seeds no wider than this is the yardstick's own noise, not the runs'."""
+    parts = []
+    for name in YARDSTICKS:
+        widest = [
+            spread(r[key][name]["draws"]) for r in records if len(r.get(key, {}).get(name, {}).get("draws", [])) > 1
+        ]
+        if widest:
+            parts.append(f"{LABELS[name]} {max(widest):.2f}x")
+    return "one generator, its noise drawn again: up to " + ", ".join(parts) if parts else ""
+
+
 def verdict_line(v: dict) -> str:
     medians = ", ".join(f"{n} {b:.2f} -> {c:.2f}" for n, (b, c) in v["medians"].items())
     word = "ADOPT" if v["adopted"] else "keep the baseline"

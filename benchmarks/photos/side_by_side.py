@@ -38,8 +38,8 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from benchmarks.photos.folders import FOLDERS, missing
-from benchmarks.photos.panel import Panel, PanelSettings, load_quietly
-from benchmarks.photos.panel_verdict import table, verdict, verdict_line
+from benchmarks.photos.panel import PANEL_VERSION, Panel, PanelSettings, load_quietly
+from benchmarks.photos.panel_verdict import draw_noise_line, table, verdict, verdict_line
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
 ENV_TOKEN = re.compile(r"^[A-Z][A-Z0-9_]*=")
@@ -260,9 +260,15 @@ def run(args: argparse.Namespace, settings: List[Setting], panel_settings: Optio
         for (s, seed), out, wall in zip(group, outs, walls):
             grids[(s.name, seed)] = last_grid(out)
             key = (s.name, seed, args.minutes, s.flags, s.env, args.layout)
-            if any((r["setting"], r["seed"], r["minutes"], r["flags"], r["env"], r["layout"]) == key for r in records):
+            same = [
+                r for r in records if (r["setting"], r["seed"], r["minutes"], r["flags"], r["env"], r["layout"]) == key
+            ]
+            if any(r.get("version") == PANEL_VERSION for r in same):
                 continue
+            # A record of another panel version is scored again from its run's folder, which stays.
+            records = [r for r in records if r not in same]
             record = {
+                "version": PANEL_VERSION,
                 "setting": s.name,
                 "seed": seed,
                 "minutes": args.minutes,
@@ -276,10 +282,16 @@ def run(args: argparse.Namespace, settings: List[Setting], panel_settings: Optio
             results.write_text(json.dumps(records, indent=2) + "\n")
     names = [s.name for s in settings]
     mine = [
-        r for r in records if r["setting"] in names and r["minutes"] == args.minutes and r["layout"] == args.layout
+        r
+        for r in records
+        if r["setting"] in names
+        and r["minutes"] == args.minutes
+        and r["layout"] == args.layout
+        and r.get("version") == PANEL_VERSION
     ]
     verdicts = [verdict(mine, names[0], name) for name in names[1:]]
     print("\n" + table(mine, names) + "\n")
+    print(draw_noise_line(mine))
     for v in verdicts:
         print(verdict_line(v))
     sheet = save_grids(grids, names, seeds, workdir / f"panel_{args.folder}_grids.png")
