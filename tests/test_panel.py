@@ -153,7 +153,9 @@ def test_a_second_panel_reads_its_judges_back_from_the_cache_and_gives_the_same_
         assert after[name]["floor"] == pytest.approx(before[name]["floor"], rel=1e-9)
 
 
-def test_along_the_run_scores_every_kept_checkpoint_and_the_last_matches_the_export(tiny_panel, capsys):
+@pytest.fixture(scope="module")
+def tiny_run(tiny_panel):
+    """A 6-step run on the tiny panel's training crops, every second checkpoint kept."""
     panel, workdir = tiny_panel
     run = workdir / "run"
     reset_accelerate()
@@ -162,7 +164,12 @@ def test_along_the_run_scores_every_kept_checkpoint_and_the_last_matches_the_exp
         + ["--image_size", "16", "--z_dim", "8", "--g_channels", "8", "--d_channels", "8", "--batch_size", "16"]
         + ["--max_steps", "6", "--checkpointing_steps", "2", "--checkpoints_total_limit", "10", "--log_every", "1"]
     )
-    capsys.readouterr()
+    return run
+
+
+def test_along_the_run_scores_every_kept_checkpoint_and_the_last_matches_the_export(tiny_panel, tiny_run):
+    panel, _ = tiny_panel
+    run = tiny_run
     result = score_along(panel, run)
     points = [row["point"] for row in result["rows"]]
     assert points == ["step_00000002", "step_00000004", "step_00000006", "generator"]
@@ -173,6 +180,36 @@ def test_along_the_run_scores_every_kept_checkpoint_and_the_last_matches_the_exp
         assert result["rows"][2]["panel"][name]["value"] == pytest.approx(result["rows"][3]["panel"][name]["value"])
     text = along_table(result)
     assert text.count("\n| step_") == 3 and len(result["summary"]) == len(YARDSTICKS)
+
+
+def test_swd_ranks_scores_every_generator_the_panel_scored_and_correlates_with_each_yardstick(tiny_panel, tiny_run):
+    import json
+
+    from benchmarks.photos import swd_ranks
+
+    panel, workdir = tiny_panel
+    along = {**score_along(panel, tiny_run), "version": PANEL_VERSION}
+    (workdir / "along_run.json").write_text(json.dumps(along))
+    stale = {**along, "version": PANEL_VERSION - 1}  # an older panel's figures are not compared
+    (workdir / "along_stale.json").write_text(json.dumps(stale))
+    generators = swd_ranks.scored_generators(workdir, "photos")
+    assert [name for name, _, _ in generators] == [f"run/step_0000000{k}" for k in (2, 4, 6)]
+    train = load_crops(panel.data["train"], 3)
+    rows = swd_ranks.measure(train[: 4 * 6], generators, sizes=((6, 4),), count=6)
+    (row,) = rows
+    assert len(row["real_vs_real"]) == swd_ranks.REAL_DRAWS and all(v > 0 for v in row["real_vs_real"])
+    assert sorted(row["generators"]) == sorted(name for name, _, _ in generators)
+    assert row["draw_ratio"] >= 1.0 and all(-1.0 <= row["spearman"][y] <= 1.0 for y in YARDSTICKS)
+    assert swd_ranks.report(rows).count("\n| 6 x 4 |") == 1
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.floats(-1e3, 1e3, allow_nan=False), min_size=3, max_size=20, unique=True))
+def test_spearman_is_one_for_any_increasing_map_and_minus_one_for_a_decreasing_one(values):
+    from benchmarks.photos.swd_ranks import spearman
+
+    assert spearman(values, [v**3 + 2 * v for v in values]) == pytest.approx(1.0)
+    assert spearman(values, [-v for v in values]) == pytest.approx(-1.0)
 
 
 # ---- the verdict rule -----------------------------------------------------------------------

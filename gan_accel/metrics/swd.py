@@ -172,8 +172,10 @@ class SWDReference:
     """The real side of the SWD, computed once: per level the real descriptors' channel statistics,
     the directions and the sorted real projections. :meth:`score` then only describes the other set.
 
-    images:     the real reference images (float ``[N, C, H, W]``, at most :data:`SWD_MAX_IMAGES` used).
+    images:     the real reference images (float ``[N, C, H, W]``, at most ``max_images`` used).
     seed:       the patch positions and the directions.
+    max_images: images per side (the reference's and each scored set's); :data:`SWD_MAX_IMAGES`
+                in a run, others where a benchmark measures what the size changes.
     """
 
     def __init__(
@@ -182,13 +184,15 @@ class SWDReference:
         seed: int = 0,
         per_image: int = SWD_PATCHES_PER_IMAGE,
         projections: int = SWD_PROJECTIONS,
+        max_images: int = SWD_MAX_IMAGES,
     ) -> None:
         self.seed = seed
         self.per_image = per_image
+        self.max_images = max_images
         self.sizes = pyramid_sizes(images.shape[-1])
         generator = torch.Generator().manual_seed(seed + 1)  # directions apart from the positions
         self.stats, self.directions, self.sorted = [], [], []
-        for desc in descriptors(images[:SWD_MAX_IMAGES], per_image, seed):
+        for desc in descriptors(images[:max_images], per_image, seed):
             mean, std = channel_stats(desc)
             self.stats.append((mean, std))
             directions = random_directions(desc.shape[-2] * desc.shape[-1], projections, generator)
@@ -199,7 +203,7 @@ class SWDReference:
         """Per level, the projections ``[N, per_image, P]`` of the other set's descriptors."""
         out = []
         # Another seed than the reference's: the same positions in two sets would pair them.
-        levels = descriptors(images[:SWD_MAX_IMAGES], self.per_image, self.seed + 2)
+        levels = descriptors(images[: self.max_images], self.per_image, self.seed + 2)
         for desc, (mean, std), directions in zip(levels, self.stats, self.directions):
             out.append(normalise(desc, mean, std) @ directions)
         return out
@@ -223,7 +227,7 @@ class SWDReference:
 
         if not torch.isfinite(images).all():
             return SWDScore(math.nan, {str(s): math.nan for s in self.sizes})
-        n = min(len(images), SWD_MAX_IMAGES)
+        n = min(len(images), self.max_images)
         projected = [proj.flatten(0, 1).T.sort(dim=1) for proj in self.projected(images)]  # sorted once
         per_level = self._levels(projected)
         value = sum(per_level) / len(per_level)
