@@ -10,10 +10,11 @@ The panel judges with three figures of different kinds, none of which a run sees
   ssl_encoder     a self-supervised encoder trained without labels on crops of its own
                   (benchmarks/photos/panel_encoder.py)
 
-Each reports the distance of NUM_IMAGES generated images to NUM_IMAGES real crops (the
-reference), its real-vs-real floor (another NUM_IMAGES real crops against the same reference),
-"x floor" (their ratio: 1 is as good as real images) and, where it costs little, a 95% bootstrap
-interval. Lower is better on all three. The real crops of the reference and floor, the judge's
+Each reports the distance of ``num_images`` generated images to as many real crops (the
+reference), its real-vs-real floor (as many other real crops against the same reference) and
+"x floor" (their ratio: 1 is as good as real images). A generator's figure is the mean over
+PANEL_DRAWS draws of its noise, each draw's x floor kept beside it (a single scored set of images
+also gets a 95% bootstrap interval). Lower is better on all three. The real crops of the reference and floor, the judge's
 and the encoder's are cut from the same source images with other seeds than the runs' training
 crops, so no yardstick is trained on an image it then measures.
 
