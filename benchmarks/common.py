@@ -115,7 +115,8 @@ class FrechetYardstick:
         ]
         return {"value": value, "interval": bias_corrected_interval(draws, value, bounds=(0.0, math.inf))}
 
-    def score(self, images: torch.Tensor) -> Dict[str, object]:
-        """``images``: as many as the floor's sets (the like-for-like size)."""
-        out = self.distance(images, self.resamples)
+    def score(self, images: torch.Tensor, interval: bool = True) -> Dict[str, object]:
+        """``images``: as many as the floor's sets (the like-for-like size); ``interval``: also the
+        bootstrap interval (``resamples`` more distances)."""
+        out = self.distance(images, self.resamples if interval else 0)
         return {**out, "floor": self.floor, "x_floor": out["value"] / self.floor}

@@ -14,9 +14,9 @@ Each reports the distance of ``num_images`` generated images to as many real cro
 reference), its real-vs-real floor (as many other real crops against the same reference) and
 "x floor" (their ratio: 1 is as good as real images). A generator's figure is the mean over
 PANEL_DRAWS draws of its noise, each draw's x floor kept beside it (a single scored set of images
-also gets a 95% bootstrap interval). Lower is better on all three. The real crops of the reference and floor, the judge's
-and the encoder's are cut from the same source images with other seeds than the runs' training
-crops, so no yardstick is trained on an image it then measures.
+also gets a 95% bootstrap interval). Lower is better on all three. The real crops of the
+reference and floor, the judge's and the encoder's are cut from the same source images with other
+seeds than the runs' training crops, so no yardstick is trained on an image it then measures.
 
 Everything is seeded and cached in WORKDIR/<folder>/ (crops) and WORKDIR/cache/ (the judge, the
 encoder): two calls on the same generator give the same figures.
@@ -154,9 +154,10 @@ class Panel:
             },
         }
 
-    def score_images(self, images: torch.Tensor) -> Dict[str, dict]:
+    def score_images(self, images: torch.Tensor, intervals: bool = True) -> Dict[str, dict]:
         """``{yardstick: {value, floor, x_floor, interval}}`` of float [-1, 1] images (at least
-        ``judge_images`` of them; the first ``num_images`` for the like-for-like figures)."""
+        ``judge_images`` of them; the first ``num_images`` for the like-for-like figures);
+        ``intervals``: the Fréchet yardsticks' bootstrap intervals too (None without)."""
         from benchmarks.photos.equal_time import Fixed
 
         images = conform(images, self.channels)
@@ -172,8 +173,8 @@ class Panel:
                 "full_interval": judged.intervals.get("fid"),
                 "regions_covered": judged.classes_covered,
             },
-            "colour_texture": self.stats.score(images[:n]),
-            "ssl_encoder": self.encoder.score(images[:n]),
+            "colour_texture": self.stats.score(images[:n], intervals),
+            "ssl_encoder": self.encoder.score(images[:n], intervals),
         }
 
     def score_generator(self, G: nn.Module, draws: int = PANEL_DRAWS) -> Dict[str, dict]:
@@ -182,7 +183,13 @@ class Panel:
         from gan_accel.sampling import generate_images
 
         count = max(self.settings.num_images, self.settings.judge_images)
-        return mean_of_draws([self.score_images(generate_images(G.cpu().eval(), count, seed=d)) for d in range(draws)])
+        # One draw's bootstrap interval says nothing of the mean's: it is computed only for one draw.
+        return mean_of_draws(
+            [
+                self.score_images(generate_images(G.cpu().eval(), count, seed=d), intervals=draws == 1)
+                for d in range(draws)
+            ]
+        )
 
 
 def mean_of_draws(scored: List[Dict[str, dict]]) -> Dict[str, dict]:
