@@ -318,6 +318,8 @@ def test_a_record_of_another_panel_version_is_scored_again_and_a_current_one_is_
     current = {**base, "setting": "b", "seed": 0, "version": PANEL_VERSION, "panel": {}}
     results = workdir / "panel_photos.json"
     results.write_text(json.dumps([old, current]))
+    (workdir / "runs" / "photos").mkdir(parents=True, exist_ok=True)
+    (workdir / "runs" / "photos" / "a_seed0_1m.done.json").write_text(json.dumps({"load_avg": [2.01, 2.0, 1.9]}))
     args = argparse.Namespace(
         workdir=str(workdir), folder="photos", minutes=1.0, seeds=1, first_seed=0, layout="pairs",
         keep_checkpoints=False, record=None, argv=[], machine="test",
@@ -329,6 +331,46 @@ def test_a_record_of_another_panel_version_is_scored_again_and_a_current_one_is_
         ("a", PANEL_VERSION, 7),
         ("b", PANEL_VERSION, 3),
     ]
+    assert [r.get("load_avg") for r in sorted(records, key=lambda r: r["setting"])] == [[2.01, 2.0, 1.9], None]
+
+
+def test_a_finished_run_keeps_the_load_it_trained_under_and_is_not_started_again(tmp_path, monkeypatch):
+    import json
+
+    started = []
+
+    class Finished:
+        def __init__(self, cmd, **kwargs):
+            started.append(cmd)
+
+        def wait(self):
+            return 0
+
+    monkeypatch.setattr(bench_panel.subprocess, "Popen", Finished)
+    monkeypatch.setattr(bench_panel.os, "getloadavg", lambda: (2.004, 1.96, 1.5))
+    out = tmp_path / "runs" / "a_seed0_1m"
+    out.mkdir(parents=True)
+    job = (["--seed", "0"], {"OMP_NUM_THREADS": "1", "PATH": "/bin"}, out)
+    walls = bench_panel.run_group([job])
+    done = json.loads((tmp_path / "runs" / "a_seed0_1m.done.json").read_text())
+    assert done["load_avg"] == [2.0, 1.96, 1.5] and done["wall_s"] == walls[0]
+    assert done["env"] == {"OMP_NUM_THREADS": "1"} and len(started) == 1
+    assert bench_panel.run_group([job]) == walls and len(started) == 1
+    other = (["--seed", "0"], {"OMP_NUM_THREADS": "2"}, out)  # another thread count: trained again
+    bench_panel.run_group([other])
+    assert len(started) == 2
+
+
+def test_a_record_names_the_cpu_from_the_first_processor_of_cpuinfo(tmp_path):
+    from benchmarks.speed.report import cpuinfo
+
+    one = "processor\t: {i}\nvendor_id\t: GenuineIntel\ncpu family\t: 6\nmodel\t\t: 106\nmodel name\t: Xeon {i}\nflags\t\t: avx2 avx512f\n"
+    path = tmp_path / "cpuinfo"
+    path.write_text(one.format(i=0) + "\n" + one.format(i=1).replace("106", "207"))
+    fields = cpuinfo(str(path))
+    assert (fields["model name"], fields["cpu family"], fields["model"]) == ("Xeon 0", "6", "106")
+    assert fields["flags"].split() == ["avx2", "avx512f"]
+    assert cpuinfo(str(tmp_path / "absent")) == {}
 
 
 def test_the_grids_are_saved_side_by_side(tmp_path):

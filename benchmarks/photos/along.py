@@ -39,6 +39,7 @@ from benchmarks.photos.panel import (
     load_quietly,
 )
 from benchmarks.photos.panel_verdict import along_run_summary
+from benchmarks.speed.report import machine
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
 
@@ -160,7 +161,13 @@ def run(args: argparse.Namespace, argv: List[str], panel_settings: Optional[Pane
     (workdir / f"along_{run_dir.name}.json").write_text(json.dumps(result, indent=2) + "\n")
     if args.record:
         command = "python -m benchmarks.photos along " + " ".join(shlex.quote(a) for a in argv)
-        record = {"date": time.strftime("%Y-%m-%d"), "command": command, "panel": panel.describe(), **result}
+        record = {
+            "date": time.strftime("%Y-%m-%d"),
+            "cpu": machine(),
+            "command": command,
+            "panel": panel.describe(),
+            **result,
+        }
         (RESULTS / f"{args.record}.json").write_text(json.dumps(record, indent=2) + "\n")
     return 0
 

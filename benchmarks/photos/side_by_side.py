@@ -40,6 +40,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from benchmarks.photos.folders import FOLDERS, missing
 from benchmarks.photos.panel import PANEL_VERSION, Panel, PanelSettings, load_quietly
 from benchmarks.photos.panel_verdict import draw_noise_line, table, verdict, verdict_line
+from benchmarks.speed.report import machine
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
 ENV_TOKEN = re.compile(r"^[A-Z][A-Z0-9_]*=")
@@ -132,7 +133,10 @@ def run_group(jobs: Sequence[Tuple[List[str], Dict[str, str], Path]]) -> List[fl
         if proc.wait() != 0:
             raise RuntimeError(f"{out.name} failed: see {out.parent / (out.name + '.log')}")
         wall = round(time.monotonic() - start, 1)
-        done.write_text(json.dumps({"wall_s": wall, **key}) + "\n")
+        # The load averages at the end of the run (1, 5, 15 minutes): what shared the cores while it
+        # trained, for the record (a side-by-side pair reads about 2.0 on 2 cores).
+        load = [round(x, 2) for x in os.getloadavg()]
+        done.write_text(json.dumps({"wall_s": wall, "load_avg": load, **key}) + "\n")
         walls.append(wall)
     return walls
 
@@ -277,6 +281,10 @@ def run(args: argparse.Namespace, settings: List[Setting], panel_settings: Optio
                 "layout": args.layout,
                 "wall_s": wall,
             }
+            done = out.parent / f"{out.name}.done.json"
+            load = json.loads(done.read_text()).get("load_avg") if done.is_file() else None
+            if load:  # runs finished before the load was kept have none
+                record["load_avg"] = load
             record.update(score_run(panel, out))
             records.append(record)
             results.write_text(json.dumps(records, indent=2) + "\n")
@@ -300,6 +308,7 @@ def run(args: argparse.Namespace, settings: List[Setting], panel_settings: Optio
         record = {
             "date": time.strftime("%Y-%m-%d"),
             "machine": args.machine,
+            "cpu": machine(),
             "command": "python -m benchmarks.photos panel " + " ".join(shlex.quote(a) for a in args.argv),
             "panel": panel.describe(),
             "records": mine,

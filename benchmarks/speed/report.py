@@ -13,22 +13,31 @@ import torch
 from benchmarks.common import set_threads
 
 
-def machine() -> Dict[str, object]:
-    cpu = platform.processor() or platform.machine()
+def cpuinfo(path: str = "/proc/cpuinfo") -> Dict[str, str]:
+    """The first processor's fields of ``path`` (empty where there is none)."""
+    fields: Dict[str, str] = {}
     try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-        flags = next((ln for ln in Path("/proc/cpuinfo").read_text().splitlines() if ln.startswith("flags")), "")
-        isa = [f for f in ("avx2", "avx512f", "avx512_bf16", "amx_bf16") if f in flags.split()]
+        text = Path(path).read_text()
     except OSError:
-        isa = []
+        return fields
+    for line in text.split("\n\n", 1)[0].splitlines():
+        key, sep, value = line.partition(":")
+        if sep:
+            fields.setdefault(key.strip(), value.strip())
+    return fields
+
+
+def machine() -> Dict[str, object]:
+    """The CPU (its name, family and model as lscpu prints them, and the instructions bf16 speed
+    depends on), the thread count and the library versions: every figure names its machine."""
+    info_cpu = cpuinfo()
+    flags = info_cpu.get("flags", "").split()
     import os
 
     info = {
-        "cpu": cpu,
-        "cpu_isa": isa,
+        "cpu": info_cpu.get("model name") or platform.processor() or platform.machine(),
+        "cpu_family_model": f"{info_cpu.get('cpu family', '?')}/{info_cpu.get('model', '?')}",
+        "cpu_isa": [f for f in ("avx2", "avx512f", "avx512_bf16", "amx_bf16") if f in flags],
         "logical_cpus": os.cpu_count(),
         "torch": torch.__version__,
         "python": platform.python_version(),
