@@ -108,16 +108,17 @@ def train_argv(
     return argv
 
 
-def run_group(jobs: Sequence[Tuple[List[str], Dict[str, str], Path]]) -> List[float]:
-    """Start every ``(argv, env, out)`` of the group at once, wait for all; each one's wall time.
-    A finished run (``OUT.done.json`` with the same argv and env) is not run again."""
+def run_group(jobs: Sequence[Tuple[List[str], Dict[str, str], Path]]) -> List[dict]:
+    """Start every ``(argv, env, out)`` of the group at once, wait for all; each one's ``OUT.done.json``
+    (its wall time ``wall_s``, and ``load_avg`` where kept). A finished run (``OUT.done.json`` with
+    the same argv and env) is not run again."""
     started = []
     for argv, env, out in jobs:
         done = out.parent / f"{out.name}.done.json"
         key = {"argv": argv, "env": {k: env[k] for k in sorted(env) if k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS")}}
         finished = json.loads(done.read_text()) if done.is_file() and out.is_dir() else {}
         if {k: finished.get(k) for k in key} == key:
-            started.append((None, finished["wall_s"], out, done, key))
+            started.append((None, finished, out, done, key))
             continue
         out.parent.mkdir(parents=True, exist_ok=True)
         log = open(out.parent / f"{out.name}.log", "w")
@@ -125,20 +126,20 @@ def run_group(jobs: Sequence[Tuple[List[str], Dict[str, str], Path]]) -> List[fl
             [sys.executable, "-m", "gan_accel.cli.train_gan", *argv], env=env, stdout=log, stderr=subprocess.STDOUT
         )
         started.append((proc, time.monotonic(), out, done, key))
-    walls = []
+    finished_runs = []
     for proc, start, out, done, key in started:
         if proc is None:
-            walls.append(start)
+            finished_runs.append(start)
             continue
         if proc.wait() != 0:
             raise RuntimeError(f"{out.name} failed: see {out.parent / (out.name + '.log')}")
         wall = round(time.monotonic() - start, 1)
         # The load averages at the end of the run (1, 5, 15 minutes): what shared the cores while it
         # trained, for the record (a side-by-side pair reads about 2.0 on 2 cores).
-        load = [round(x, 2) for x in os.getloadavg()]
-        done.write_text(json.dumps({"wall_s": wall, "load_avg": load, **key}) + "\n")
-        walls.append(wall)
-    return walls
+        finished = {"wall_s": wall, "load_avg": [round(x, 2) for x in os.getloadavg()], **key}
+        done.write_text(json.dumps(finished) + "\n")
+        finished_runs.append(finished)
+    return finished_runs
 
 
 def score_run(panel: Panel, out: Path) -> dict:
@@ -260,8 +261,8 @@ def run(args: argparse.Namespace, settings: List[Setting], panel_settings: Optio
             )
             for (s, seed), out in zip(group, outs)
         ]
-        walls = run_group(jobs)
-        for (s, seed), out, wall in zip(group, outs, walls):
+        finished_runs = run_group(jobs)
+        for (s, seed), out, finished in zip(group, outs, finished_runs):
             grids[(s.name, seed)] = last_grid(out)
             key = (s.name, seed, args.minutes, s.flags, s.env, args.layout)
             same = [
@@ -279,12 +280,10 @@ def run(args: argparse.Namespace, settings: List[Setting], panel_settings: Optio
                 "flags": s.flags,
                 "env": s.env,
                 "layout": args.layout,
-                "wall_s": wall,
+                "wall_s": finished["wall_s"],
             }
-            done = out.parent / f"{out.name}.done.json"
-            load = json.loads(done.read_text()).get("load_avg") if done.is_file() else None
-            if load:  # runs finished before the load was kept have none
-                record["load_avg"] = load
+            if "load_avg" in finished:  # runs finished before the load was kept have none
+                record["load_avg"] = finished["load_avg"]
             record.update(score_run(panel, out))
             records.append(record)
             results.write_text(json.dumps(records, indent=2) + "\n")
