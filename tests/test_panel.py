@@ -24,6 +24,8 @@ from benchmarks.photos.panel_verdict import (
     along_run_summary,
     cell,
     draw_noise_line,
+    figure_noise,
+    median_noise,
     spread,
     table,
     verdict,
@@ -118,8 +120,10 @@ def test_the_score_of_several_noise_draws_is_their_mean_and_keeps_each_draw():
         assert out[name]["draws"] == [1.0, 2.0, 3.0] and out[name]["interval"] is None
     assert mean_of_draws(draws[:1])[YARDSTICKS[0]]["interval"] == [0, 9]
     records = [{"panel": out}, {"panel": mean_of_draws(draws[:2])}]
+    # The mean's standard error, relative: [1, 2, 3] -> 1 / sqrt(3) / 2 = 28.9%; [1, 2] -> 33.3%.
+    assert figure_noise(out[YARDSTICKS[0]]) == pytest.approx(0.2887, abs=1e-4)
     assert draw_noise_line(records) == "one generator, its noise drawn again: up to " + ", ".join(
-        f"{label} 3.00x" for label in ("region judge FID", "colour+texture FD", "SSL encoder FD")
+        f"{label} 3.00x (their mean +-33.3%)" for label in ("region judge FID", "colour+texture FD", "SSL encoder FD")
     )
 
 
@@ -255,6 +259,35 @@ def test_one_yardstick_against_is_enough_to_keep_the_baseline():
     records += records_of("lever", {s: [1, 1, 2.1] for s in range(3)})
     v = verdict(records, "base", "lever")
     assert not v["adopted"] and v["reason"] == "not preferred by ssl_encoder"
+
+
+def test_a_lead_inside_the_figures_own_noise_is_a_tie_not_a_preference():
+    def scored(setting, figure, draws):
+        records = records_of(setting, {s: [figure] * 3 for s in range(3)})
+        for r in records:
+            for name in YARDSTICKS:
+                r["panel"][name]["draws"] = draws
+        return records
+
+    # Each figure the mean of 4 draws with a standard error of 5.8% (8.2% for the difference of two):
+    # a 3% lead is no lead ...
+    noisy = [1.8, 2.2, 1.8, 2.2]
+    v = verdict(scored("base", 2.0, noisy) + scored("lever", 1.94, [d * 0.97 for d in noisy]), "base", "lever")
+    assert v["noise"][YARDSTICKS[0]] == pytest.approx(0.0816, abs=1e-4)
+    assert not v["adopted"] and "ahead inside its noise" in v["reason"]
+    # ... a 20% lead is, and so is a 3% one when the draws agree.
+    assert verdict(scored("base", 2.0, noisy) + scored("lever", 1.6, noisy), "base", "lever")["adopted"]
+    steady = [2.0, 2.0, 2.001, 1.999]
+    assert verdict(scored("base", 2.0, steady) + scored("lever", 1.94, steady), "base", "lever")["adopted"]
+
+
+def test_the_noise_of_a_median_is_that_of_the_run_at_the_median():
+    quiet, loud, louder = [2.0, 2.0, 2.0, 2.0001], [1.0, 3.0, 1.0, 3.0], [0.5, 3.5, 0.5, 3.5]
+    runs = [{"x_floor": x, "draws": d} for x, d in ((3.0, quiet), (1.0, quiet), (2.0, loud))]
+    assert median_noise(runs) == figure_noise({"draws": loud}) > 10 * figure_noise({"draws": quiet})
+    # With an even count the median is the middle two's mean: the noisier of them counts.
+    runs.append({"x_floor": 2.5, "draws": louder})
+    assert median_noise(runs) == figure_noise({"draws": louder})
 
 
 def test_the_table_shows_each_seed_the_median_and_the_spread():

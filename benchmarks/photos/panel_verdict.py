@@ -2,18 +2,31 @@
 
 The rule: a lever (a candidate setting) is adopted over the baseline only when EVERY yardstick of
 the panel prefers it, each by its median "x floor" over the seeds both settings ran, and only with
-at least MIN_SEEDS such seeds. One run is not a figure: the spread of the seeds (worst / best,
-lower is better on every yardstick) is shown beside each median.
+at least MIN_SEEDS such seeds, and by more than the figures' own noise (NOISE_Z standard errors of
+the two medians' difference, each median a figure that is the mean of its run's noise draws: a
+lead that scoring the same generators again could undo is a tie). One run is not a figure: the spread of the seeds (worst / best, lower is better on
+every yardstick) is shown beside each median.
 """
 
 from __future__ import annotations
 
+import math
 import statistics
 from typing import Dict, List, Optional, Sequence
 
 from benchmarks.photos.panel import LABELS, YARDSTICKS
 
 MIN_SEEDS = 3
+NOISE_Z = 2.0  # a median's lead must be wider than this many standard errors of the two medians' difference
+
+
+def figure_noise(entry: dict) -> float:
+    """The relative standard error of a figure that is the mean of its noise draws (``draws``: each
+    draw's x floor): about how far scoring the same generator on other draws moves it; 0 with one."""
+    draws = entry.get("draws") or []
+    if len(draws) < 2:
+        return 0.0
+    return statistics.stdev(draws) / math.sqrt(len(draws)) / statistics.mean(draws)
 
 
 def by_seed(records: Sequence[dict], setting: str, key: str = "panel") -> Dict[int, Dict[str, float]]:
@@ -30,6 +43,14 @@ def spread(values: Sequence[float]) -> float:
     return max(values) / min(values) if min(values) > 0 else float("inf")
 
 
+def median_noise(entries: Sequence[dict]) -> float:
+    """The relative standard error of the median of ``entries`` (one yardstick's scores of several
+    runs): that of the run at the median, the larger of the two middle ones for an even count."""
+    ranked = sorted(entries, key=lambda e: e["x_floor"])
+    middle = ranked[(len(ranked) - 1) // 2 : len(ranked) // 2 + 1]
+    return max((figure_noise(e) for e in middle), default=0.0)
+
+
 def verdict(
     records: Sequence[dict],
     baseline: str,
@@ -37,17 +58,31 @@ def verdict(
     yardsticks: Sequence[str] = YARDSTICKS,
     min_seeds: int = MIN_SEEDS,
 ) -> dict:
-    """``{candidate, baseline, seeds, medians, prefers, adopted, reason}`` over the seeds both ran."""
-    base, cand = by_seed(records, baseline), by_seed(records, candidate)
-    seeds = sorted(set(base) & set(cand))
+    """``{candidate, baseline, seeds, medians, noise, prefers, adopted, reason}`` over the seeds both
+    ran; ``noise``: per yardstick, the relative standard error of the two medians' difference, from
+    their runs' noise draws (0 where figures have one draw)."""
+    seeds = sorted(set(by_seed(records, baseline)) & set(by_seed(records, candidate)))
+    scores = {
+        setting: [r["panel"] for r in records if r["setting"] == setting and r["seed"] in seeds and "panel" in r]
+        for setting in (baseline, candidate)
+    }
     medians: Dict[str, List[float]] = {}
+    noise: Dict[str, float] = {}
     prefers: Dict[str, bool] = {}
     for name in yardsticks:
-        pairs = [(base[s][name], cand[s][name]) for s in seeds if name in base[s] and name in cand[s]]
-        if len(pairs) == len(seeds) and seeds:
-            medians[name] = [statistics.median(b for b, _ in pairs), statistics.median(c for _, c in pairs)]
-            prefers[name] = medians[name][1] < medians[name][0]
-    out = {"candidate": candidate, "baseline": baseline, "seeds": seeds, "medians": medians, "prefers": prefers}
+        base, cand = ([p[name] for p in scores[s] if name in p] for s in (baseline, candidate))
+        if len(base) == len(cand) == len(seeds) and seeds:
+            medians[name] = [statistics.median(e["x_floor"] for e in side) for side in (base, cand)]
+            noise[name] = math.hypot(median_noise(base), median_noise(cand))
+            prefers[name] = medians[name][1] < medians[name][0] * (1 - NOISE_Z * noise[name])
+    out = {
+        "candidate": candidate,
+        "baseline": baseline,
+        "seeds": seeds,
+        "medians": medians,
+        "noise": noise,
+        "prefers": prefers,
+    }
     if len(seeds) < min_seeds:
         return {**out, "adopted": False, "reason": f"{len(seeds)} seed(s) side by side; the rule needs {min_seeds}"}
     missing = [name for name in yardsticks if name not in prefers]
@@ -55,7 +90,10 @@ def verdict(
         return {**out, "adopted": False, "reason": f"no figure of {', '.join(missing)} for every seed"}
     against = [name for name in yardsticks if not prefers[name]]
     if against:
-        return {**out, "adopted": False, "reason": f"not preferred by {', '.join(against)}"}
+        # Ahead, but by less than its noise: say so, so that a tie is not read as a loss.
+        ties = [name for name in against if medians[name][1] < medians[name][0]]
+        tied = f" (ahead inside its noise: {', '.join(ties)})" if ties else ""
+        return {**out, "adopted": False, "reason": f"not preferred by {', '.join(against)}{tied}"}
     return {**out, "adopted": True, "reason": f"every yardstick prefers it (median of {len(seeds)} seeds)"}
 
 
@@ -85,15 +123,16 @@ def table(records: Sequence[dict], settings: Sequence[str], key: str = "panel") 
 
 
 def draw_noise_line(records: Sequence[dict], key: str = "panel") -> str:
-    """Per yardstick, the widest worst / best of one run's noise draws (``draws`` of its scores):
-    a spread of seeds no wider than this is the yardstick's own noise, not the runs'."""
+    """Per yardstick, the widest worst / best of one run's noise draws (``draws`` of its scores),
+    and the widest relative standard error of their mean, the figure the tables show: a spread of
+    seeds far wider than that error is in the runs, not in the yardstick."""
     parts = []
     for name in YARDSTICKS:
-        widest = [
-            spread(r[key][name]["draws"]) for r in records if len(r.get(key, {}).get(name, {}).get("draws", [])) > 1
-        ]
-        if widest:
-            parts.append(f"{LABELS[name]} {max(widest):.2f}x")
+        entries = [r[key][name] for r in records if len(r.get(key, {}).get(name, {}).get("draws", [])) > 1]
+        if entries:
+            widest = max(spread(e["draws"]) for e in entries)
+            error = max(figure_noise(e) for e in entries)
+            parts.append(f"{LABELS[name]} {widest:.2f}x (their mean +-{error:.1%})")
     return "one generator, its noise drawn again: up to " + ", ".join(parts) if parts else ""
 
 
