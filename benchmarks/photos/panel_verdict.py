@@ -4,8 +4,8 @@ The rule: a lever (a candidate setting) is adopted over the baseline only when E
 the panel prefers it, each by its median "x floor" over the seeds both settings ran, and only with
 at least MIN_SEEDS such seeds, and by more than the figures' own noise (NOISE_Z standard errors of
 the two medians' difference, each median a figure that is the mean of its run's noise draws: a
-lead that scoring the same generators again could undo is a tie). One run is not a figure: the spread of the seeds (worst / best, lower is better on
-every yardstick) is shown beside each median.
+lead that scoring the same generators again could undo is a tie). One run is not a figure: the
+spread of the seeds (worst / best, lower is better on every yardstick) is shown beside each median.
 """
 
 from __future__ import annotations
