@@ -29,15 +29,6 @@ def figure_noise(entry: dict) -> float:
     return statistics.stdev(draws) / math.sqrt(len(draws)) / statistics.mean(draws)
 
 
-def by_seed(records: Sequence[dict], setting: str, key: str = "panel") -> Dict[int, Dict[str, float]]:
-    """``{seed: {yardstick: x_floor}}`` of one setting's records (``key``: the export scored)."""
-    return {
-        r["seed"]: {name: r[key][name]["x_floor"] for name in YARDSTICKS if name in r.get(key, {})}
-        for r in records
-        if r["setting"] == setting and key in r
-    }
-
-
 def spread(values: Sequence[float]) -> float:
     """Worst over best (lower is better, so max / min): 1.0 when every seed agrees."""
     return max(values) / min(values) if min(values) > 0 else float("inf")
@@ -61,16 +52,16 @@ def verdict(
     """``{candidate, baseline, seeds, medians, noise, prefers, adopted, reason}`` over the seeds both
     ran; ``noise``: per yardstick, the relative standard error of the two medians' difference, from
     their runs' noise draws (0 where figures have one draw)."""
-    seeds = sorted(set(by_seed(records, baseline)) & set(by_seed(records, candidate)))
-    scores = {
-        setting: [r["panel"] for r in records if r["setting"] == setting and r["seed"] in seeds and "panel" in r]
-        for setting in (baseline, candidate)
+    ran = {
+        s: {r["seed"]: r["panel"] for r in records if r["setting"] == s and "panel" in r}
+        for s in (baseline, candidate)
     }
+    seeds = sorted(set(ran[baseline]) & set(ran[candidate]))
     medians: Dict[str, List[float]] = {}
     noise: Dict[str, float] = {}
     prefers: Dict[str, bool] = {}
     for name in yardsticks:
-        base, cand = ([p[name] for p in scores[s] if name in p] for s in (baseline, candidate))
+        base, cand = ([ran[s][seed][name] for seed in seeds if name in ran[s][seed]] for s in (baseline, candidate))
         if len(base) == len(cand) == len(seeds) and seeds:
             medians[name] = [statistics.median(e["x_floor"] for e in side) for side in (base, cand)]
             noise[name] = math.hypot(median_noise(base), median_noise(cand))
